@@ -1,0 +1,100 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+let package = Package(
+    name: "Scrollback",
+    platforms: [.macOS(.v14), .iOS(.v17)],
+    products: [
+        .library(name: "ScrollbackLayout", targets: ["ScrollbackLayout"]),
+        .library(name: "ScrollbackModels", targets: ["ScrollbackModels"]),
+        .executable(name: "scrollback", targets: ["scrollback"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
+        .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.8.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
+        .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
+    ],
+    targets: [
+        // Pure Swift, no Foundation: an iOS app can depend on it alone.
+        .target(name: "ScrollbackLayout"),
+        .target(name: "ScrollbackModels"),
+        .target(
+            name: "ScrollbackStore",
+            dependencies: [
+                "ScrollbackModels",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            plugins: ["EmbedResources"]
+        ),
+        .target(
+            name: "ScrollbackEmbeddedPostgres",
+            dependencies: [.product(name: "Logging", package: "swift-log")]
+        ),
+        .target(
+            name: "ScrollbackServer",
+            dependencies: [
+                "ScrollbackLayout",
+                "ScrollbackModels",
+                "ScrollbackStore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            plugins: ["EmbedResources"]
+        ),
+        .executableTarget(
+            name: "scrollback",
+            dependencies: [
+                "ScrollbackServer",
+                "ScrollbackEmbeddedPostgres",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        // Benchmarks print figures; they are not tests.
+        .executableTarget(name: "scrollback-bench", dependencies: ["ScrollbackLayout"]),
+        // Turns sql/*.sql and openapi.yaml into Swift string constants, so the
+        // binary carries its schema and API description without the source tree.
+        .executableTarget(name: "EmbedResourcesTool"),
+        .plugin(
+            name: "EmbedResources",
+            capability: .buildTool(),
+            dependencies: ["EmbedResourcesTool"]
+        ),
+        .target(
+            name: "ScrollbackTestSupport",
+            dependencies: [
+                "ScrollbackStore",
+                "ScrollbackServer",
+                "ScrollbackEmbeddedPostgres",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
+            path: "Tests/ScrollbackTestSupport"
+        ),
+        .testTarget(
+            name: "ScrollbackLayoutTests",
+            dependencies: [
+                "ScrollbackLayout",
+                .product(name: "PropertyBased", package: "swift-property-based"),
+            ]
+        ),
+        .testTarget(
+            name: "ScrollbackStoreTests",
+            dependencies: ["ScrollbackStore", "ScrollbackTestSupport"]
+        ),
+        .testTarget(
+            name: "ScrollbackServerTests",
+            dependencies: [
+                "ScrollbackServer",
+                "ScrollbackTestSupport",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+            ]
+        ),
+    ]
+)

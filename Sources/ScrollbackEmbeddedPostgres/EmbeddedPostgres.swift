@@ -1,0 +1,312 @@
+import Foundation
+import Logging
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A private PostgreSQL cluster that Scrollback starts itself when no
+/// `DATABASE_URL` is given: `scrollback serve` keeps it under
+/// `.scrollback/postgres` in the working directory, the tests under
+/// `.scrollback/test-postgres`.
+///
+/// The server binaries are found on PATH, through `pg_config --bindir`, or
+/// under `/usr/lib/postgresql/*/bin`. `initdb` and `postgres` refuse to run as
+/// root, so a root process runs them as the `postgres` system user. The
+/// cluster listens on a free loopback port, TCP only, with a password kept in
+/// the state folder (readable by its owner only).
+public struct EmbeddedPostgres: Sendable {
+    /// What the launcher needs to tune the cluster.
+    public struct Options: Sendable {
+        /// Trade durability for speed (fsync off): for throwaway test clusters.
+        public var durable: Bool = true
+        public var maxConnections: Int = 200
+
+        public init(durable: Bool = true, maxConnections: Int = 200) {
+            self.durable = durable
+            self.maxConnections = maxConnections
+        }
+    }
+
+    /// A cluster that is up.
+    public struct Running: Sendable {
+        public var host: String
+        public var port: Int
+        public var username: String
+        public var password: String
+        public var database: String
+        public var dataDirectory: String
+        /// False when the cluster was already running (another process of
+        /// ours started it); then `stop` leaves it alone.
+        public var startedHere: Bool
+
+        /// `postgres://user:password@127.0.0.1:port/database`
+        public var url: String {
+            "postgres://\(username):\(password)@\(host):\(port)/\(database)"
+        }
+    }
+
+    public struct LaunchError: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    static let superuser = "scrollback"
+    static let databaseName = "scrollback"
+
+    /// The state folder (`.scrollback`), holding the password file.
+    public let stateDirectory: String
+    /// The data directory's name inside the state folder.
+    public let clusterName: String
+    public let options: Options
+    let logger: Logger
+
+    public init(stateDirectory: String, clusterName: String = "postgres", options: Options = Options(), logger: Logger) {
+        self.stateDirectory = stateDirectory
+        self.clusterName = clusterName
+        self.options = options
+        self.logger = logger
+    }
+
+    /// Starts the cluster (creating it on first use), or attaches to it when it
+    /// is already running.
+    public func start() throws -> Running {
+        let binDirectory = try Self.findServerBinaries()
+        let account = try ServiceAccount.forCurrentProcess()
+        try makeStateDirectory(account: account)
+        let dataDirectory = try dataDirectoryPath(account: account)
+        let password = try readOrCreateSecret(name: "\(clusterName)-password")
+
+        if !FileManager.default.fileExists(atPath: dataDirectory + "/PG_VERSION") {
+            try initialize(dataDirectory: dataDirectory, binDirectory: binDirectory, password: password, account: account)
+        }
+
+        if let port = runningPort(dataDirectory: dataDirectory, binDirectory: binDirectory, account: account) {
+            logger.info("embedded PostgreSQL already running", metadata: ["port": "\(port)", "data": "\(dataDirectory)"])
+            let running = Running(
+                host: "127.0.0.1", port: port, username: Self.superuser, password: password,
+                database: Self.databaseName, dataDirectory: dataDirectory, startedHere: false)
+            try createDatabase(running, binDirectory: binDirectory, account: account)
+            return running
+        }
+
+        let port = try Self.freeLoopbackPort()
+        let result = try account.run(
+            binDirectory + "/pg_ctl",
+            ["start", "-D", dataDirectory, "-w", "-t", "60", "-l", dataDirectory + "/scrollback-server.log",
+             "-o", "-p \(port)"])
+        guard result.status == 0 else {
+            let log = (try? String(contentsOfFile: dataDirectory + "/scrollback-server.log", encoding: .utf8)) ?? ""
+            throw LaunchError(
+                description: "PostgreSQL did not start (pg_ctl exited \(result.status)):\n\(result.output)\n\(log.suffix(2000))")
+        }
+        let running = Running(
+            host: "127.0.0.1", port: port, username: Self.superuser, password: password,
+            database: Self.databaseName, dataDirectory: dataDirectory, startedHere: true)
+        // Every start makes sure of the database (as does attaching above), so
+        // a first start interrupted between initdb and createdb heals.
+        try createDatabase(running, binDirectory: binDirectory, account: account)
+        logger.info("embedded PostgreSQL started", metadata: ["port": "\(port)", "data": "\(dataDirectory)"])
+        return running
+    }
+
+    /// Stops a cluster this process started (fast shutdown: open sessions are
+    /// rolled back, data already committed is kept).
+    public func stop(_ running: Running) {
+        guard running.startedHere,
+            let binDirectory = try? Self.findServerBinaries(),
+            let account = try? ServiceAccount.forCurrentProcess()
+        else { return }
+        let result = try? account.run(
+            binDirectory + "/pg_ctl", ["stop", "-D", running.dataDirectory, "-m", "fast", "-w", "-t", "60"])
+        if result?.status == 0 {
+            logger.info("embedded PostgreSQL stopped")
+        } else {
+            logger.warning("embedded PostgreSQL did not stop cleanly", metadata: ["output": "\(result?.output ?? "")"])
+        }
+    }
+
+    // MARK: - Steps
+
+    private func makeStateDirectory(account: ServiceAccount) throws {
+        try FileManager.default.createDirectory(atPath: stateDirectory, withIntermediateDirectories: true)
+        // Traversable (not listable) by the postgres account, which must reach
+        // its data directory inside; the secrets in it are 0600.
+        chmod(stateDirectory, 0o711)
+    }
+
+    /// The data directory, inside the state folder when the postgres account
+    /// can reach it; otherwise (a checkout under a private home, say) under
+    /// /var/tmp, keyed by the state folder's path.
+    private func dataDirectoryPath(account: ServiceAccount) throws -> String {
+        let preferred = absolute(stateDirectory) + "/" + clusterName
+        guard account.switchesUser, !Self.reachableByOthers(absolute(stateDirectory)) else { return preferred }
+        let fallback = "/var/tmp/scrollback-\(Self.fnv1a(absolute(stateDirectory)))"
+        try FileManager.default.createDirectory(atPath: fallback, withIntermediateDirectories: true)
+        chmod(fallback, 0o711)
+        logger.notice(
+            "the postgres account cannot reach \(stateDirectory); keeping the embedded cluster under \(fallback)")
+        return fallback + "/" + clusterName
+    }
+
+    private func initialize(dataDirectory: String, binDirectory: String, password: String, account: ServiceAccount) throws {
+        logger.info("creating embedded PostgreSQL cluster", metadata: ["data": "\(dataDirectory)"])
+        try FileManager.default.createDirectory(atPath: dataDirectory, withIntermediateDirectories: true)
+        chmod(dataDirectory, 0o700)
+        try account.giveOwnership(of: dataDirectory)
+        let passwordFile = (dataDirectory as NSString).deletingLastPathComponent + "/.\(clusterName)-initdb-password"
+        try write(password + "\n", to: passwordFile, mode: 0o600)
+        try account.giveOwnership(of: passwordFile)
+        defer { unlink(passwordFile) }
+        let result = try account.run(
+            binDirectory + "/initdb",
+            ["-D", dataDirectory, "-U", Self.superuser, "--pwfile=" + passwordFile, "--auth-host=scram-sha-256",
+             "--auth-local=scram-sha-256", "-E", "UTF8", "--locale=C"])
+        guard result.status == 0 else {
+            throw LaunchError(description: "initdb failed (exit \(result.status)):\n\(result.output)")
+        }
+        var settings = """
+
+            # Written by Scrollback's embedded launcher.
+            listen_addresses = '127.0.0.1'
+            unix_socket_directories = ''
+            max_connections = \(options.maxConnections)
+
+            """
+        if !options.durable {
+            settings += "fsync = off\nsynchronous_commit = off\nfull_page_writes = off\n"
+        }
+        let configuration = dataDirectory + "/postgresql.conf"
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: configuration))
+        try handle.seekToEnd()
+        try handle.write(contentsOf: Data(settings.utf8))
+        try handle.close()
+    }
+
+    private func createDatabase(_ running: Running, binDirectory: String, account: ServiceAccount) throws {
+        let result = try account.run(
+            binDirectory + "/createdb",
+            ["-h", running.host, "-p", "\(running.port)", "-U", running.username, running.database],
+            environment: ["PGPASSWORD": running.password])
+        guard result.status == 0 || result.output.contains("already exists") else {
+            throw LaunchError(description: "createdb failed (exit \(result.status)):\n\(result.output)")
+        }
+    }
+
+    /// The port of a postmaster already serving this data directory, if any.
+    private func runningPort(dataDirectory: String, binDirectory: String, account: ServiceAccount) -> Int? {
+        guard let status = try? account.run(binDirectory + "/pg_ctl", ["status", "-D", dataDirectory]),
+            status.status == 0,
+            let pidFile = try? String(contentsOfFile: dataDirectory + "/postmaster.pid", encoding: .utf8)
+        else { return nil }
+        // postmaster.pid: pid, data directory, start time, port, ...
+        let lines = pidFile.split(separator: "\n", omittingEmptySubsequences: false)
+        guard lines.count > 3 else { return nil }
+        return Int(lines[3].trimmingCharacters(in: .whitespaces))
+    }
+
+    private func readOrCreateSecret(name: String) throws -> String {
+        let path = stateDirectory + "/" + name
+        if let existing = try? String(contentsOfFile: path, encoding: .utf8) {
+            let trimmed = existing.trimmingCharacters(in: .whitespacesAndNewlines)
+            if !trimmed.isEmpty { return trimmed }
+        }
+        var generator = SystemRandomNumberGenerator()
+        let secret = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
+        try write(secret + "\n", to: path, mode: 0o600)
+        return secret
+    }
+
+    private func write(_ text: String, to path: String, mode: mode_t) throws {
+        let created = FileManager.default.createFile(
+            atPath: path, contents: Data(text.utf8), attributes: [.posixPermissions: Int(mode)])
+        guard created else { throw LaunchError(description: "could not write \(path)") }
+        chmod(path, mode)
+    }
+
+    private func absolute(_ path: String) -> String {
+        path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+    }
+
+    // MARK: - Helpers
+
+    /// The folder holding `initdb`, `pg_ctl` and `postgres`.
+    public static func findServerBinaries() throws -> String {
+        func hasServer(_ directory: String) -> Bool {
+            ["initdb", "pg_ctl", "postgres"].allSatisfy {
+                FileManager.default.isExecutableFile(atPath: directory + "/" + $0)
+            }
+        }
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? ""
+        for directory in path.split(separator: ":").map(String.init) where hasServer(directory) {
+            // PATH may hold links to a few of the programs (initdb, pg_ctl,
+            // postgres); the folder they point into has all of them (createdb).
+            let real = URL(fileURLWithPath: directory + "/initdb").resolvingSymlinksInPath().deletingLastPathComponent().path
+            return hasServer(real) ? real : directory
+        }
+        if let pgConfig = path.split(separator: ":").map({ $0 + "/pg_config" })
+            .first(where: { FileManager.default.isExecutableFile(atPath: $0) }),
+            let result = try? ServiceAccount.runAsIs(pgConfig, ["--bindir"]), result.status == 0
+        {
+            let directory = result.output.trimmingCharacters(in: .whitespacesAndNewlines)
+            if hasServer(directory) { return directory }
+        }
+        let versions = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? []
+        for version in versions.sorted(by: { (Int($0) ?? 0) > (Int($1) ?? 0) }) {
+            let directory = "/usr/lib/postgresql/\(version)/bin"
+            if hasServer(directory) { return directory }
+        }
+        throw LaunchError(
+            description: """
+                PostgreSQL server binaries (initdb, pg_ctl, postgres) were not found on PATH, through \
+                `pg_config --bindir`, or under /usr/lib/postgresql/*/bin. Install them (Debian/Ubuntu: \
+                `apt-get install -y postgresql`; macOS: `brew install postgresql@16`), or set DATABASE_URL \
+                to an existing PostgreSQL database.
+                """)
+    }
+
+    /// A loopback port nobody listens on right now.
+    static func freeLoopbackPort() throws -> Int {
+        #if canImport(Glibc)
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        #else
+        let fd = socket(AF_INET, SOCK_STREAM, 0)
+        #endif
+        guard fd >= 0 else { throw LaunchError(description: "could not open a socket to find a free port") }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = 0
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
+                bind(fd, address, length) == 0 && getsockname(fd, address, &length) == 0
+            }
+        }
+        guard bound else { throw LaunchError(description: "could not bind a loopback socket to find a free port") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    /// Whether every folder from / down to `path` can be entered by other users.
+    static func reachableByOthers(_ path: String) -> Bool {
+        var current = ""
+        for component in path.split(separator: "/") {
+            current += "/" + component
+            var info = stat()
+            guard stat(current, &info) == 0 else { return false }
+            if info.st_mode & 0o001 == 0 { return false }
+        }
+        return true
+    }
+
+    static func fnv1a(_ text: String) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in text.utf8 {
+            hash ^= UInt64(byte)
+            hash &*= 0x0000_0100_0000_01b3
+        }
+        return String(hash, radix: 16)
+    }
+}

@@ -1,0 +1,19 @@
+/// The one JSON shape of every error:
+/// `{"error": {"code": "snake_case_code", "message": "what to fix"}}`.
+public struct APIErrorBody: Codable, Sendable, Equatable {
+    public struct Detail: Codable, Sendable, Equatable {
+        public var code: String
+        public var message: String
+
+        public init(code: String, message: String) {
+            self.code = code
+            self.message = message
+        }
+    }
+
+    public var error: Detail
+
+    public init(code: String, message: String) {
+        self.error = Detail(code: code, message: message)
+    }
+}

@@ -1,0 +1,116 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import ScrollbackModels
+import ScrollbackStore
+
+/// An error a client sees: a status, a snake_case code and a sentence that
+/// says what to fix. Every error response has this one JSON shape.
+public struct APIError: Error, HTTPResponseError, Equatable {
+    public var status: HTTPResponse.Status
+    public var code: String
+    public var message: String
+    public var headers: HTTPFields
+
+    public init(_ status: HTTPResponse.Status, _ code: String, _ message: String, headers: HTTPFields = [:]) {
+        self.status = status
+        self.code = code
+        self.message = message
+        self.headers = headers
+    }
+
+    public func response(from request: Request, context: some RequestContext) throws -> Response {
+        var response = JSONResponse.make(APIErrorBody(code: code, message: message), status: status)
+        response.headers.append(contentsOf: headers)
+        return response
+    }
+
+    // MARK: - The catalogue
+
+    static func badRequest(_ code: String, _ message: String) -> APIError {
+        APIError(.badRequest, code, message)
+    }
+
+    static func unprocessable(_ code: String, _ message: String) -> APIError {
+        APIError(.unprocessableContent, code, message)
+    }
+
+    static func unauthorized(_ message: String) -> APIError {
+        APIError(
+            .unauthorized, "unauthorized", message,
+            headers: [.wwwAuthenticate: #"Bearer realm="scrollback", error="invalid_token""#])
+    }
+
+    static let conversationNotFound = APIError(
+        .notFound, "conversation_not_found",
+        "No conversation with this id is visible to you: it does not exist or you are not a member.")
+
+    static let unavailable = APIError(
+        .serviceUnavailable, "service_unavailable",
+        "The database is unreachable right now. Retry after a moment.", headers: [.retryAfter: "1"])
+
+    static func payloadTooLarge(limit: Int) -> APIError {
+        APIError(.contentTooLarge, "payload_too_large", "The request body must be at most \(limit / 1024) KiB.")
+    }
+
+    /// The one place where store outcomes become HTTP statuses.
+    init(_ error: StoreError) {
+        switch error {
+        case .conversationNotFound:
+            self = .conversationNotFound
+        case .memberNotFound:
+            self.init(.notFound, "member_not_found", "That user is not a member of this conversation.")
+        case .forbidden(let reason):
+            self.init(.forbidden, "forbidden", reason)
+        case .idempotencyConflict:
+            self.init(
+                .conflict, "idempotency_conflict",
+                "This client_id was already used for a different message in this conversation; use a new client_id for a new message."
+            )
+        case .conversationFull(let limit):
+            self.init(
+                .unprocessableContent, "too_many_members", "A conversation can have at most \(limit) members.")
+        case .unavailable:
+            self = .unavailable
+        }
+    }
+}
+
+/// Turns every error into the JSON error shape: ours, the store's, and those
+/// Hummingbird raises itself (unknown route, body too large). Anything else is
+/// logged and becomes a 500 that reveals nothing.
+struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
+        do {
+            return try await next(request, context)
+        } catch let error as APIError {
+            return try error.response(from: request, context: context)
+        } catch let error as StoreError {
+            return try APIError(error).response(from: request, context: context)
+        } catch let error as HTTPError {
+            return try Self.translate(error).response(from: request, context: context)
+        } catch {
+            context.logger.error("unexpected error", metadata: ["error": "\(String(reflecting: error))"])
+            return try APIError(
+                .internalServerError, "internal_error", "Something went wrong on our side; the request was not completed."
+            ).response(from: request, context: context)
+        }
+    }
+
+    static func translate(_ error: HTTPError) -> APIError {
+        switch error.status {
+        case .notFound:
+            APIError(.notFound, "not_found", "There is no such route; see /openapi.yaml for the API.")
+        case .methodNotAllowed:
+            APIError(.methodNotAllowed, "method_not_allowed", "This route does not accept that method.")
+        case .contentTooLarge:
+            .payloadTooLarge(limit: RequestBody.limit)
+        case let status where (400..<500).contains(status.code):
+            APIError(status, "bad_request", error.body ?? status.reasonPhrase)
+        default:
+            APIError(.internalServerError, "internal_error", "Something went wrong on our side.")
+        }
+    }
+}

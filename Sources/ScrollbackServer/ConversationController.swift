@@ -1,0 +1,66 @@
+import Foundation
+import Hummingbird
+import ScrollbackModels
+import ScrollbackStore
+
+/// `/v1/conversations` and their members.
+struct ConversationController {
+    let store: ScrollbackStore
+
+    func addRoutes(to group: RouterGroup<ScrollbackRequestContext>) {
+        group.post("conversations", use: create)
+        group.get("conversations", use: list)
+        group.get("conversations/:id", use: show)
+        group.post("conversations/:id/members", use: addMember)
+        group.delete("conversations/:id/members/:user_id", use: removeMember)
+    }
+
+    @Sendable func create(_ request: Request, context: ScrollbackRequestContext) async throws -> Response {
+        let user = try context.requireUser()
+        let input = try await RequestBody.decode(CreateConversationRequest.self, from: request)
+        let title = try Validation.title(input.title)
+        let members = try Validation.members(input.members, creator: user)
+        let conversation = try await store.createConversation(creator: user, title: title, members: members)
+        return JSONResponse.make(conversation, status: .created)
+    }
+
+    @Sendable func list(_ request: Request, context: ScrollbackRequestContext) async throws -> Response {
+        let user = try context.requireUser()
+        let query = QueryParameters(request)
+        let limit = try query.limit()
+        let mark = try query.single("cursor").map(ConversationCursor.decode)
+        let page = try await store.conversations(for: user, limit: limit, after: mark)
+        return JSONResponse.make(
+            ConversationList(conversations: page.conversations, nextCursor: page.next.map(ConversationCursor.encode)))
+    }
+
+    @Sendable func show(_ request: Request, context: ScrollbackRequestContext) async throws -> Response {
+        let user = try context.requireUser()
+        let conversation = try await store.conversation(try Self.conversationID(context), for: user)
+        return JSONResponse.make(conversation)
+    }
+
+    @Sendable func addMember(_ request: Request, context: ScrollbackRequestContext) async throws -> Response {
+        let user = try context.requireUser()
+        let id = try Self.conversationID(context)
+        let input = try await RequestBody.decode(AddMemberRequest.self, from: request)
+        let member = try Validation.userID(input.userId, field: "user_id")
+        return JSONResponse.make(try await store.addMember(member, to: id, by: user))
+    }
+
+    @Sendable func removeMember(_ request: Request, context: ScrollbackRequestContext) async throws -> Response {
+        let user = try context.requireUser()
+        let id = try Self.conversationID(context)
+        let member = try Validation.userID(context.parameters.get("user_id") ?? "", field: "user_id")
+        try await store.removeMember(member, from: id, by: user)
+        return Response(status: .noContent)
+    }
+
+    /// A path id that is not a UUID names no conversation: the same 404.
+    static func conversationID(_ context: ScrollbackRequestContext) throws -> UUID {
+        guard let text = context.parameters.get("id"), let id = UUID(uuidString: text) else {
+            throw APIError.conversationNotFound
+        }
+        return id
+    }
+}

@@ -1,0 +1,39 @@
+import Foundation
+import Hummingbird
+import ScrollbackModels
+import ScrollbackStore
+
+/// Sending messages and paging history.
+struct MessageController {
+    let store: ScrollbackStore
+
+    func addRoutes(to group: RouterGroup<ScrollbackRequestContext>) {
+        group.post("conversations/:id/messages", use: send)
+        group.get("conversations/:id/messages", use: page)
+    }
+
+    /// 201 with a new message; 200 with the original when the same client_id
+    /// is sent again with the same body.
+    @Sendable func send(_ request: Request, context: ScrollbackRequestContext) async throws -> Response {
+        let user = try context.requireUser()
+        let id = try ConversationController.conversationID(context)
+        let input = try await RequestBody.decode(SendMessageRequest.self, from: request)
+        let body = try Validation.messageBody(input.body)
+        let clientID = try Validation.clientID(input.clientId)
+        switch try await store.send(to: id, from: user, body: body, clientID: clientID) {
+        case .created(let message):
+            return JSONResponse.make(MessageEnvelope(message: message), status: .created)
+        case .replayed(let message):
+            return JSONResponse.make(MessageEnvelope(message: message), status: .ok)
+        }
+    }
+
+    @Sendable func page(_ request: Request, context: ScrollbackRequestContext) async throws -> Response {
+        let user = try context.requireUser()
+        let id = try ConversationController.conversationID(context)
+        let query = QueryParameters(request)
+        let limit = try query.limit()
+        let anchor = try query.pageAnchor()
+        return JSONResponse.make(try await store.page(of: id, for: user, anchor: anchor, limit: limit))
+    }
+}

@@ -1,0 +1,82 @@
+import Foundation
+import Hummingbird
+import ScrollbackStore
+
+/// Query parameters, parsed strictly: digits only, in range, each at most once.
+struct QueryParameters {
+    let parameters: [String: [String]]
+
+    init(_ request: Request) {
+        var parameters: [String: [String]] = [:]
+        for (key, value) in request.uri.queryParameters {
+            parameters[String(key), default: []].append(String(value))
+        }
+        self.parameters = parameters
+    }
+
+    func single(_ name: String) throws -> String? {
+        guard let values = parameters[name] else { return nil }
+        guard values.count == 1 else {
+            throw APIError.badRequest("invalid_parameter", "Give `\(name)` at most once.")
+        }
+        return values[0]
+    }
+
+    /// A whole number in `range`, written with digits only (no sign, no exponent).
+    func integer(_ name: String, in range: ClosedRange<Int64>) throws -> Int64? {
+        guard let text = try single(name) else { return nil }
+        guard !text.isEmpty, text.utf8.count <= 19, text.utf8.allSatisfy({ (48...57).contains($0) }),
+            let value = Int64(text), range.contains(value)
+        else {
+            throw APIError.badRequest(
+                "invalid_parameter",
+                "`\(name)` must be a whole number from \(range.lowerBound) to \(range.upperBound) (got \"\(text.prefix(40))\").")
+        }
+        return value
+    }
+
+    static let maxLimit: Int64 = 200
+    static let defaultLimit = 50
+
+    func limit() throws -> Int {
+        try integer("limit", in: 1...Self.maxLimit).map(Int.init) ?? Self.defaultLimit
+    }
+
+    /// At most one of `before`, `after`, `around`.
+    func pageAnchor() throws -> PageAnchor {
+        let before = try integer("before", in: 1...Int64.max)
+        let after = try integer("after", in: 0...Int64.max)
+        let around = try integer("around", in: 1...Int64.max)
+        let given = [before, after, around].compactMap { $0 }
+        guard given.count <= 1 else {
+            throw APIError.badRequest("invalid_parameter", "Give at most one of `before`, `after` and `around`.")
+        }
+        if let before { return .before(before) }
+        if let after { return .after(after) }
+        if let around { return .around(around) }
+        return .newest
+    }
+}
+
+/// The conversation list's cursor: opaque to clients, an activity mark inside.
+enum ConversationCursor {
+    static func encode(_ mark: Int64) -> String {
+        Data("a:\(mark)".utf8).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-")
+            .replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+
+    static func decode(_ cursor: String) throws -> Int64 {
+        var base64 = cursor.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
+        guard cursor.count <= 64, let data = Data(base64Encoded: base64),
+            let text = String(data: data, encoding: .utf8), text.hasPrefix("a:"),
+            let mark = Int64(text.dropFirst(2)), mark >= 0
+        else {
+            throw APIError.badRequest(
+                "invalid_parameter", "`cursor` must be a next_cursor value returned by this endpoint.")
+        }
+        return mark
+    }
+}

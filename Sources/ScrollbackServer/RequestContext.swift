@@ -1,0 +1,19 @@
+import Hummingbird
+
+/// Per-request state: who is calling, once the bearer token checked out.
+public struct ScrollbackRequestContext: RequestContext {
+    public var coreContext: CoreRequestContextStorage
+    /// Set by `AuthMiddleware` on the authenticated routes.
+    public var userID: String?
+
+    public init(source: ApplicationRequestContextSource) {
+        self.coreContext = .init(source: source)
+        self.userID = nil
+    }
+
+    /// The caller on routes behind `AuthMiddleware`.
+    func requireUser() throws -> String {
+        guard let userID else { throw APIError.unauthorized("Send `Authorization: Bearer <token>`.") }
+        return userID
+    }
+}

@@ -1,0 +1,71 @@
+import Foundation
+import JWTKit
+import ScrollbackModels
+
+/// The claims Scrollback reads from a bearer token.
+struct AccessClaims: JWTPayload {
+    var sub: SubjectClaim
+    var exp: ExpirationClaim
+
+    func verify(using algorithm: some JWTAlgorithm) async throws {
+        try exp.verifyNotExpired()
+    }
+}
+
+/// Signs and verifies HS256 bearer tokens with the shared secret.
+public struct TokenAuthority: Sendable {
+    private let keys: JWTKeyCollection
+
+    /// HS256 wants a key at least as long as its 32-byte output.
+    public static let minimumSecretBytes = 32
+
+    public struct WeakSecret: Error, CustomStringConvertible {
+        public var description: String {
+            "SCROLLBACK_JWT_SECRET must be at least \(TokenAuthority.minimumSecretBytes) bytes long (for example the output of `openssl rand -hex 32`)."
+        }
+    }
+
+    public init(secret: String) async throws {
+        guard secret.utf8.count >= Self.minimumSecretBytes else { throw WeakSecret() }
+        let keys = JWTKeyCollection()
+        await keys.add(hmac: HMACKey(from: secret), digestAlgorithm: .sha256)
+        self.keys = keys
+    }
+
+    /// A token for `user` that expires after `ttl` seconds.
+    public func token(for user: String, ttl: TimeInterval) async throws -> String {
+        try await keys.sign(AccessClaims(sub: .init(value: user), exp: .init(value: Date().addingTimeInterval(ttl))))
+    }
+
+    /// The user id of a valid token, or an `APIError` 401 that says why not.
+    func user(fromAuthorization header: String?) async throws -> String {
+        guard let header, !header.isEmpty else {
+            throw APIError.unauthorized("Send `Authorization: Bearer <token>`.")
+        }
+        let parts = header.split(separator: " ", maxSplits: 1)
+        guard parts.count == 2, parts[0].lowercased() == "bearer", !parts[1].isEmpty else {
+            throw APIError.unauthorized("The Authorization header must be `Bearer <token>`.")
+        }
+        let token = Array(parts[1].utf8)
+        // Only HS256: a token naming another algorithm (or `none`) is refused
+        // before its signature is looked at.
+        guard let header = try? DefaultJWTParser().parse(token, as: AccessClaims.self).header else {
+            throw APIError.unauthorized("The bearer token is malformed or lacks the `sub` and `exp` claims.")
+        }
+        guard header.alg == "HS256" else {
+            throw APIError.unauthorized("The bearer token must be signed with HS256.")
+        }
+        let claims: AccessClaims
+        do {
+            claims = try await keys.verify(token, as: AccessClaims.self)
+        } catch let error as JWTError where error.errorType == .claimVerificationFailure {
+            throw APIError.unauthorized("The bearer token has expired; get a new one.")
+        } catch {
+            throw APIError.unauthorized("The bearer token's signature is not valid.")
+        }
+        guard UserID.isValid(claims.sub.value) else {
+            throw APIError.unauthorized("The token's `sub` must be a user id of \(UserID.rule).")
+        }
+        return claims.sub.value
+    }
+}

@@ -1,0 +1,71 @@
+import ScrollbackModels
+
+/// Checks on what a client sends, made before anything reaches SQL. Each
+/// failure is a 422 whose message says what to fix.
+enum Validation {
+    static let maxBodyCharacters = 4_000
+    static let maxTitleCharacters = 200
+    static let maxClientIDCharacters = 64
+    static let maxMembers = 1_000
+
+    static func messageBody(_ body: String) throws -> String {
+        if body.unicodeScalars.contains("\u{0}") {
+            throw APIError.unprocessable("invalid_message_body", "Field `body` must not contain the NUL character (U+0000).")
+        }
+        if body.allSatisfy(\.isWhitespace) {
+            throw APIError.unprocessable("invalid_message_body", "Field `body` must contain some text, not only whitespace.")
+        }
+        if body.count > maxBodyCharacters {
+            throw APIError.unprocessable(
+                "invalid_message_body",
+                "Field `body` must be at most \(maxBodyCharacters) characters (it has \(body.count)).")
+        }
+        return body
+    }
+
+    static func clientID(_ clientID: String?) throws -> String? {
+        guard let clientID else { return nil }
+        let length = clientID.count
+        guard (1...maxClientIDCharacters).contains(length),
+            !clientID.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+        else {
+            throw APIError.unprocessable(
+                "invalid_client_id",
+                "Field `client_id` must be 1 to \(maxClientIDCharacters) characters with no control characters.")
+        }
+        return clientID
+    }
+
+    static func title(_ title: String?) throws -> String? {
+        guard let title else { return nil }
+        if title.unicodeScalars.contains("\u{0}") {
+            throw APIError.unprocessable("invalid_title", "Field `title` must not contain the NUL character (U+0000).")
+        }
+        if title.count > maxTitleCharacters {
+            throw APIError.unprocessable(
+                "invalid_title", "Field `title` must be at most \(maxTitleCharacters) characters (it has \(title.count)).")
+        }
+        return title
+    }
+
+    static func userID(_ id: String, field: String) throws -> String {
+        guard UserID.isValid(id) else {
+            throw APIError.unprocessable("invalid_user_id", "`\(field)` must be a user id of \(UserID.rule).")
+        }
+        return id
+    }
+
+    static func members(_ members: [String]?, creator: String) throws -> [String] {
+        let members = members ?? []
+        for (index, member) in members.enumerated() {
+            _ = try userID(member, field: "members[\(index)]")
+        }
+        let distinct = Set(members + [creator])
+        if distinct.count > maxMembers {
+            throw APIError.unprocessable(
+                "too_many_members",
+                "A conversation can have at most \(maxMembers) members, creator included (this one would have \(distinct.count)).")
+        }
+        return Array(distinct).sorted()
+    }
+}

@@ -1,0 +1,72 @@
+/// Where a page of history sits in the conversation.
+public enum PageAnchor: Sendable, Equatable {
+    /// The newest messages.
+    case newest
+    /// The messages just older than this seq.
+    case before(Int64)
+    /// The messages just newer than this seq (seq + 1 ...).
+    case after(Int64)
+    /// This seq and the messages nearest to it on both sides.
+    case around(Int64)
+}
+
+/// How a page query reads the two sides of its anchor: up to `olderLimit`
+/// rows with `seq <= olderFrom`, newest first, and up to `newerLimit` rows with
+/// `seq >= newerFrom`, oldest first. Both are keyset scans on the primary key.
+struct PageScan: Equatable {
+    var olderFrom: Int64
+    var olderLimit: Int
+    var newerFrom: Int64
+    var newerLimit: Int
+
+    init(anchor: PageAnchor, limit: Int) {
+        switch anchor {
+        case .newest:
+            self.init(olderFrom: .max, olderLimit: limit, newerFrom: .max, newerLimit: 0)
+        case .before(let seq):
+            self.init(olderFrom: seq > .min ? seq - 1 : .min, olderLimit: limit, newerFrom: .max, newerLimit: 0)
+        case .after(let seq):
+            self.init(olderFrom: 0, olderLimit: 0, newerFrom: seq < .max ? seq + 1 : .max, newerLimit: limit)
+        case .around(let seq):
+            self.init(olderFrom: seq, olderLimit: limit, newerFrom: seq < .max ? seq + 1 : .max, newerLimit: limit)
+        }
+    }
+
+    init(olderFrom: Int64, olderLimit: Int, newerFrom: Int64, newerLimit: Int) {
+        self.olderFrom = olderFrom
+        self.olderLimit = olderLimit
+        self.newerFrom = newerFrom
+        self.newerLimit = newerLimit
+    }
+}
+
+/// Picks the page from what a `PageScan` read and works out its flags.
+///
+/// `older` is newest first (seq <= anchor side), `newer` oldest first. Around
+/// an anchor, half the page (rounded down) goes to newer messages and the rest
+/// to the anchor and older ones; a side that runs out gives its share to the
+/// other. Because seqs are dense (1...lastSeq, never a hole), the flags follow
+/// from the page's bounds and the conversation's last seq read in the same
+/// snapshot.
+enum PageAssembly {
+    static func assemble<Row>(
+        anchor: PageAnchor, limit: Int, lastSeq: Int64,
+        older: [Row], newer: [Row], seq: (Row) -> Int64
+    ) -> (rows: [Row], hasOlder: Bool, hasNewer: Bool) {
+        let newerTake = min(newer.count, max(limit / 2, limit - older.count))
+        let olderTake = min(older.count, limit - newerTake)
+        let rows = Array(newer.prefix(newerTake).reversed()) + Array(older.prefix(olderTake))
+        if let newest = rows.first, let oldest = rows.last {
+            return (rows, seq(oldest) > 1, seq(newest) < lastSeq)
+        }
+        // An empty page: say what lies on either side of where it would be.
+        switch anchor {
+        case .newest, .around:
+            return (rows, false, false)
+        case .before(let s):
+            return (rows, false, lastSeq >= s)
+        case .after(let s):
+            return (rows, min(s, lastSeq) >= 1, false)
+        }
+    }
+}

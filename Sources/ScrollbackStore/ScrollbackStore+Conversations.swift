@@ -1,0 +1,158 @@
+import Foundation
+import PostgresNIO
+import ScrollbackModels
+
+extension ScrollbackStore {
+    /// At most this many members in one conversation.
+    public static let memberLimit = 1_000
+
+    /// Creates a conversation whose members are `creator` plus `members`
+    /// (deduplicated), in one statement.
+    public func createConversation(creator: String, title: String?, members: [String]) async throws -> Conversation {
+        let everyone = Array(Set(members + [creator])).sorted()
+        guard everyone.count <= Self.memberLimit else { throw StoreError.conversationFull(limit: Self.memberLimit) }
+        return try await withStoreErrors {
+            let rows = try await client.query(
+                """
+                WITH c AS (
+                    INSERT INTO conversations (title, created_by) VALUES (\(title), \(creator))
+                    RETURNING id, title, created_by, created_at, last_seq
+                ), m AS (
+                    INSERT INTO members (conversation_id, user_id)
+                    SELECT c.id, u FROM c, unnest(\(everyone)::text[]) AS u
+                    RETURNING user_id
+                )
+                SELECT c.id, c.title, c.created_by, c.created_at, c.last_seq,
+                       ARRAY(SELECT user_id FROM m ORDER BY user_id COLLATE "C")
+                FROM c
+                """,
+                logger: logger)
+            for try await row in rows.decode((UUID, String?, String, Date, Int64, [String]).self) {
+                return Conversation(row)
+            }
+            throw StoreError.unavailable
+        }
+    }
+
+    /// The conversation, if `user` is a member.
+    public func conversation(_ id: UUID, for user: String) async throws -> Conversation {
+        try await withStoreErrors {
+            let rows = try await client.query(
+                """
+                SELECT c.id, c.title, c.created_by, c.created_at, c.last_seq,
+                       ARRAY(SELECT user_id FROM members WHERE conversation_id = c.id ORDER BY user_id COLLATE "C")
+                FROM conversations c
+                WHERE c.id = \(id)
+                  AND EXISTS (SELECT 1 FROM members WHERE conversation_id = c.id AND user_id = \(user))
+                """,
+                logger: logger)
+            for try await row in rows.decode((UUID, String?, String, Date, Int64, [String]).self) {
+                return Conversation(row)
+            }
+            throw StoreError.conversationNotFound
+        }
+    }
+
+    /// The user's conversations, most recently active first. `after` is the
+    /// activity mark of the last conversation of the previous page (keyset:
+    /// never an OFFSET). Returns the page and the mark to continue from, or
+    /// nil when this was the last page.
+    public func conversations(
+        for user: String, limit: Int, after activityMark: Int64?
+    ) async throws -> (conversations: [Conversation], next: Int64?) {
+        let mark = activityMark ?? .max
+        return try await withStoreErrors {
+            let rows = try await client.query(
+                """
+                SELECT c.id, c.title, c.created_by, c.created_at, c.last_seq,
+                       ARRAY(SELECT user_id FROM members WHERE conversation_id = c.id ORDER BY user_id COLLATE "C"),
+                       c.activity
+                FROM members me
+                JOIN conversations c ON c.id = me.conversation_id
+                WHERE me.user_id = \(user) AND c.activity < \(mark)
+                ORDER BY c.activity DESC
+                LIMIT \(limit + 1)
+                """,
+                logger: logger)
+            var page: [(Conversation, Int64)] = []
+            for try await (id, title, createdBy, createdAt, lastSeq, members, activity) in rows.decode(
+                (UUID, String?, String, Date, Int64, [String], Int64).self)
+            {
+                page.append((Conversation((id, title, createdBy, createdAt, lastSeq, members)), activity))
+            }
+            guard page.count > limit else { return (page.map(\.0), nil) }
+            page.removeLast()
+            return (page.map(\.0), page.last?.1)
+        }
+    }
+
+    /// Adds `user` to the conversation; any member may add. Adding someone who
+    /// is already a member changes nothing.
+    public func addMember(_ user: String, to id: UUID, by actor: String) async throws -> Conversation {
+        let outcome = try await withStoreErrors {
+            let rows = try await client.query(
+                """
+                WITH c AS (
+                    SELECT id FROM conversations
+                    WHERE id = \(id)
+                      AND EXISTS (SELECT 1 FROM members WHERE conversation_id = \(id) AND user_id = \(actor))
+                    FOR UPDATE
+                ), ins AS (
+                    INSERT INTO members (conversation_id, user_id)
+                    SELECT c.id, \(user) FROM c
+                    WHERE (SELECT count(*) FROM members WHERE conversation_id = c.id) < \(Self.memberLimit)
+                    ON CONFLICT (conversation_id, user_id) DO NOTHING
+                    RETURNING user_id
+                )
+                SELECT (SELECT count(*) FROM c),
+                       (SELECT count(*) FROM ins),
+                       EXISTS (SELECT 1 FROM members WHERE conversation_id = \(id) AND user_id = \(user))
+                """,
+                logger: logger)
+            for try await row in rows.decode((Int64, Int64, Bool).self) { return row }
+            throw StoreError.unavailable
+        }
+        let (found, inserted, wasMember) = outcome
+        guard found == 1 else { throw StoreError.conversationNotFound }
+        if inserted == 0 && !wasMember { throw StoreError.conversationFull(limit: Self.memberLimit) }
+        return try await conversation(id, for: actor)
+    }
+
+    /// Removes `user` from the conversation. A member may remove themself; the
+    /// creator may remove anyone.
+    public func removeMember(_ user: String, from id: UUID, by actor: String) async throws {
+        let outcome = try await withStoreErrors {
+            let rows = try await client.query(
+                """
+                WITH c AS (
+                    SELECT id, created_by FROM conversations
+                    WHERE id = \(id)
+                      AND EXISTS (SELECT 1 FROM members WHERE conversation_id = \(id) AND user_id = \(actor))
+                    FOR UPDATE
+                ), del AS (
+                    DELETE FROM members m USING c
+                    WHERE m.conversation_id = c.id AND m.user_id = \(user)
+                      AND (\(actor) = \(user) OR c.created_by = \(actor))
+                    RETURNING m.user_id
+                )
+                SELECT (SELECT count(*) FROM c),
+                       (SELECT count(*) FROM del),
+                       EXISTS (SELECT 1 FROM members WHERE conversation_id = \(id) AND user_id = \(user))
+                """,
+                logger: logger)
+            for try await row in rows.decode((Int64, Int64, Bool).self) { return row }
+            throw StoreError.unavailable
+        }
+        let (found, deleted, wasMember) = outcome
+        guard found == 1 else { throw StoreError.conversationNotFound }
+        if deleted == 1 { return }
+        guard wasMember else { throw StoreError.memberNotFound }
+        throw StoreError.forbidden("Only the conversation's creator can remove other members; a member can remove themself.")
+    }
+}
+
+extension Conversation {
+    init(_ row: (UUID, String?, String, Date, Int64, [String])) {
+        self.init(id: row.0, title: row.1, createdBy: row.2, createdAt: row.3, lastSeq: row.4, members: row.5)
+    }
+}

@@ -1,0 +1,17 @@
+/// What the store can refuse or fail with. The server maps each case to one
+/// HTTP status in one place; database texts never reach a client.
+public enum StoreError: Error, Equatable, Sendable {
+    /// The conversation does not exist, or the caller is not a member: the
+    /// same answer in both cases, so ids cannot be probed.
+    case conversationNotFound
+    /// The user named is not a member of the conversation.
+    case memberNotFound
+    /// The caller is a member but may not do this.
+    case forbidden(String)
+    /// The same client_id was used before with a different body.
+    case idempotencyConflict
+    /// The conversation already has the maximum number of members.
+    case conversationFull(limit: Int)
+    /// The database cannot be reached (or did not answer in time).
+    case unavailable
+}

@@ -1,0 +1,31 @@
+import ArgumentParser
+import PostgresNIO
+import ScrollbackEmbeddedPostgres
+import ScrollbackStore
+
+struct Migrate: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Apply the schema migrations and exit (serve also applies them at start).")
+
+    func run() async throws {
+        let logger = Environment.logger("scrollback")
+        let database: (url: DatabaseURL, embedded: (EmbeddedPostgres, EmbeddedPostgres.Running)?)
+        do {
+            database = try Environment.database(logger: logger)
+        } catch let failure as Environment.Failure {
+            throw ValidationError(failure.description)
+        }
+        defer { if let (launcher, running) = database.embedded { launcher.stop(running) } }
+        let client = PostgresClient(configuration: try database.url.clientConfiguration(), backgroundLogger: logger)
+        let store = ScrollbackStore(client: client, logger: logger, queryTimeout: Environment.queryTimeout)
+        let applied = try await withThrowingTaskGroup(of: [String]?.self) { group in
+            group.addTask {
+                await client.run()
+                return nil
+            }
+            defer { group.cancelAll() }
+            return try await store.migrate()
+        }
+        print(applied.isEmpty ? "The schema is up to date." : "Applied: \(applied.joined(separator: ", "))")
+    }
+}

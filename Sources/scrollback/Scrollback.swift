@@ -1,0 +1,9 @@
+import ArgumentParser
+
+@main
+struct Scrollback: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "scrollback",
+        abstract: "A chat message backend: conversations in PostgreSQL, history served newest first.",
+        subcommands: [Serve.self, Migrate.self, Token.self])
+}

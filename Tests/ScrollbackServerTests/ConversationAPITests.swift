@@ -1,0 +1,75 @@
+import Foundation
+import ScrollbackModels
+import Testing
+
+@Suite struct ConversationAPITests {
+    @Test func createShowAndListOverHTTP() async throws {
+        try await TestServer.run { server in
+            let created = try await server.createConversation(as: "alice", members: ["bob", "carol"], title: "Trip")
+            #expect(created.members == ["alice", "bob", "carol"])
+            #expect(created.createdBy == "alice" && created.lastSeq == 0 && created.title == "Trip")
+            let shown = try await server.request(.get, "/v1/conversations/\(created.id)", as: "bob")
+            #expect(shown.status == .ok)
+            #expect(try shown.decode(Conversation.self) == created)
+            // Wire format: snake_case keys, RFC 3339 UTC timestamps with milliseconds.
+            let object = try #require(try JSONSerialization.jsonObject(with: shown.body) as? [String: Any])
+            #expect(Set(object.keys) == ["id", "title", "created_by", "created_at", "last_seq", "members"])
+            let timestamp = try #require(object["created_at"] as? String)
+            #expect(timestamp.wholeMatch(of: /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/) != nil, "\(timestamp)")
+
+            let second = try await server.createConversation(as: "bob")
+            let list = try await server.request(.get, "/v1/conversations?limit=1", as: "bob").decode(ConversationList.self)
+            #expect(list.conversations.map(\.id) == [second.id])
+            let cursor = try #require(list.nextCursor)
+            let rest = try await server.request(.get, "/v1/conversations?limit=1&cursor=\(cursor)", as: "bob")
+                .decode(ConversationList.self)
+            #expect(rest.conversations.map(\.id) == [created.id])
+            #expect(rest.nextCursor == nil)
+            let raw = try await server.request(.get, "/v1/conversations?limit=5", as: "bob")
+            #expect(raw.text.contains(#""next_cursor":null"#))
+        }
+    }
+
+    @Test func nonMembersGetTheSame404AsForAMissingConversation() async throws {
+        try await TestServer.run { server in
+            let conversation = try await server.createConversation(as: "alice", members: ["bob"])
+            #expect(try await server.send("secret", to: conversation.id, as: "alice").status == .created)
+            let paths = [
+                "/v1/conversations/\(conversation.id)", "/v1/conversations/\(conversation.id)/messages",
+            ]
+            for path in paths {
+                let outsider = try await server.request(.get, path, as: "mallory")
+                let missing = try await server.request(.get, path.replacingOccurrences(of: "\(conversation.id)", with: "\(UUID())"), as: "alice")
+                #expect(outsider.status == .notFound && missing.status == .notFound)
+                #expect(outsider.body == missing.body)
+            }
+            let send = try await server.send("let me in", to: conversation.id, as: "mallory")
+            #expect(send.status == .notFound)
+            let join = try await server.request(
+                .post, "/v1/conversations/\(conversation.id)/members", as: "mallory", json: AddMemberRequest(userId: "mallory"))
+            #expect(join.status == .notFound)
+            let page = try await server.request(.get, "/v1/conversations/\(conversation.id)/messages", as: "bob")
+                .decode(MessagePage.self)
+            #expect(page.messages.map(\.body) == ["secret"])
+        }
+    }
+
+    @Test func membershipChangesOverHTTP() async throws {
+        try await TestServer.run { server in
+            let conversation = try await server.createConversation(as: "alice", members: ["bob"])
+            let membersPath = "/v1/conversations/\(conversation.id)/members"
+            let added = try await server.request(.post, membersPath, as: "bob", json: AddMemberRequest(userId: "dave"))
+            #expect(added.status == .ok)
+            #expect(try added.decode(Conversation.self).members == ["alice", "bob", "dave"])
+            let badID = try await server.request(.post, membersPath, as: "bob", rawBody: #"{"user_id": "bad id"}"#)
+            #expect(badID.status == .unprocessableContent)
+            let forbidden = try await server.request(.delete, "\(membersPath)/dave", as: "bob")
+            #expect(forbidden.status == .forbidden)
+            #expect(try forbidden.error().error.code == "forbidden")
+            #expect(try await server.request(.delete, "\(membersPath)/dave", as: "dave").status == .noContent)
+            #expect(try await server.request(.delete, "\(membersPath)/bob", as: "alice").status == .noContent)
+            #expect(try await server.request(.delete, "\(membersPath)/zed", as: "alice").status == .notFound)
+            #expect(try await server.request(.get, "/v1/conversations/\(conversation.id)", as: "bob").status == .notFound)
+        }
+    }
+}

@@ -1,0 +1,91 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import Logging
+import NIOCore
+import ScrollbackModels
+import ScrollbackServer
+import ScrollbackStore
+import ScrollbackTestSupport
+import Testing
+
+/// A real Scrollback HTTP server on a loopback port, on a fresh schema of the
+/// test database, with a client that talks to it over TCP.
+struct TestServer {
+    static let secret = "test-secret-for-the-http-suite-" + String(repeating: "0123456789", count: 4)
+
+    let client: any TestClientProtocol
+    let store: ScrollbackStore
+    let tokens: TokenAuthority
+
+    static func run(_ test: @escaping @Sendable (TestServer) async throws -> Void) async throws {
+        try await TestDatabase.withStore(maximumConnections: 10) { store in
+            var logger = Logger(label: "scrollback.tests.server")
+            logger.logLevel = .warning
+            let app = try await buildApplication(
+                configuration: ServerConfiguration(host: "127.0.0.1", port: 0, jwtSecret: secret),
+                store: store, logger: logger, migrateOnStart: false, runsDatabaseClient: false)
+            let tokens = try await TokenAuthority(secret: secret)
+            try await app.test(.live) { client in
+                try await test(TestServer(client: client, store: store, tokens: tokens))
+            }
+        }
+    }
+
+    func token(_ user: String) async throws -> String {
+        try await tokens.token(for: user, ttl: 600)
+    }
+
+    struct Reply {
+        var status: HTTPResponse.Status
+        var headers: HTTPFields
+        var body: Data
+
+        func decode<T: Decodable>(_ type: T.Type) throws -> T {
+            try ScrollbackJSON.decoder().decode(T.self, from: body)
+        }
+
+        /// The error body; fails the test when the body is not the error shape.
+        func error() throws -> APIErrorBody {
+            try decode(APIErrorBody.self)
+        }
+
+        var text: String { String(decoding: body, as: UTF8.self) }
+    }
+
+    /// Sends a request as `user` (nil: no Authorization header).
+    func request(
+        _ method: HTTPRequest.Method, _ path: String, as user: String? = nil, rawBody: String? = nil,
+        headers extra: HTTPFields = [:]
+    ) async throws -> Reply {
+        var headers = extra
+        if let user { headers[.authorization] = "Bearer \(try await token(user))" }
+        if rawBody != nil { headers[.contentType] = "application/json" }
+        return try await client.execute(
+            uri: path, method: method, headers: headers, body: rawBody.map { ByteBuffer(string: $0) }
+        ) { response in
+            Reply(status: response.status, headers: response.headers, body: Data(buffer: response.body))
+        }
+    }
+
+    func request(
+        _ method: HTTPRequest.Method, _ path: String, as user: String? = nil, json: some Encodable
+    ) async throws -> Reply {
+        let body = String(decoding: try ScrollbackJSON.encoder().encode(json), as: UTF8.self)
+        return try await request(method, path, as: user, rawBody: body)
+    }
+
+    /// Creates a conversation over HTTP and returns it.
+    func createConversation(as user: String, members: [String] = [], title: String? = nil) async throws -> Conversation {
+        let reply = try await request(
+            .post, "/v1/conversations", as: user, json: CreateConversationRequest(title: title, members: members))
+        #expect(reply.status == .created, "\(reply.text)")
+        return try reply.decode(Conversation.self)
+    }
+
+    func send(_ body: String, to id: UUID, as user: String, clientID: String? = nil) async throws -> Reply {
+        try await request(
+            .post, "/v1/conversations/\(id)/messages", as: user, json: SendMessageRequest(body: body, clientId: clientID))
+    }
+}

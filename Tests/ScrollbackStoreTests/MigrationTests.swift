@@ -1,0 +1,46 @@
+import PostgresNIO
+import ScrollbackStore
+import ScrollbackTestSupport
+import Testing
+
+@Suite struct MigrationTests {
+    @Test func migrationsApplyFromAnEmptySchemaOnceAndAreRecorded() async throws {
+        try await TestDatabase.withStore(migrated: false) { store in
+            let first = try await store.migrate()
+            #expect(first == Migration.embedded.map(\.name))
+            #expect(!first.isEmpty)
+            let second = try await store.migrate()
+            #expect(second.isEmpty)
+            let recorded = try await store.client.query("SELECT name FROM schema_migrations ORDER BY version")
+                .decode(String.self).reduce(into: [String]()) { $0.append($1) }
+            #expect(recorded == first)
+            // The schema is really there: the tables answer.
+            let tables = try await store.client.query(
+                "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name IN ('users', 'conversations', 'members', 'messages')"
+            ).decode(Int.self).reduce(0) { $0 + $1 }
+            #expect(tables == 4)
+        }
+    }
+
+    @Test func concurrentMigratorsApplyEachMigrationExactlyOnce() async throws {
+        try await TestDatabase.withStore(maximumConnections: 6, migrated: false) { store in
+            let runs = try await withThrowingTaskGroup(of: [String].self) { group in
+                for _ in 0..<6 { group.addTask { try await store.migrate() } }
+                return try await group.reduce(into: [[String]]()) { $0.append($1) }
+            }
+            // Exactly one run applied everything; the others found nothing to do.
+            #expect(runs.filter { !$0.isEmpty } == [Migration.embedded.map(\.name)])
+        }
+    }
+
+    @Test func embeddedMigrationsMatchTheSQLFolder() throws {
+        let names = try FileManager.default.contentsOfDirectory(atPath: "sql").filter { $0.hasSuffix(".sql") }.sorted()
+        #expect(Migration.embedded.map { $0.name + ".sql" } == names)
+        for migration in Migration.embedded {
+            let text = try String(contentsOfFile: "sql/\(migration.name).sql", encoding: .utf8)
+            #expect(migration.sql.trimmingCharacters(in: .whitespacesAndNewlines) == text.trimmingCharacters(in: .whitespacesAndNewlines))
+        }
+    }
+}
+
+import Foundation

@@ -1,0 +1,114 @@
+import Foundation
+import Logging
+import PostgresNIO
+import ScrollbackEmbeddedPostgres
+import ScrollbackStore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The PostgreSQL the tests run against: `DATABASE_URL` when set, otherwise
+/// the same embedded cluster the server uses, kept under
+/// `.scrollback/test-postgres` and started once per test process. Each test
+/// gets a schema of its own, so tests run in parallel without seeing each
+/// other's rows.
+public enum TestDatabase {
+    static let logger: Logger = {
+        var logger = Logger(label: "scrollback.tests")
+        logger.logLevel = .warning
+        return logger
+    }()
+
+    /// Started on first use; stopped when the test process exits.
+    static let server: Result<DatabaseURL, any Error> = {
+        if let text = ProcessInfo.processInfo.environment["DATABASE_URL"], !text.isEmpty {
+            return Result { try DatabaseURL(text) }
+        }
+        let launcher = EmbeddedPostgres(
+            stateDirectory: ".scrollback", clusterName: "test-postgres",
+            options: .init(durable: false, maxConnections: 300), logger: logger)
+        return Result {
+            let running = try launcher.start()
+            EmbeddedClusterStopper.register(launcher, running)
+            return try DatabaseURL(running.url)
+        }
+    }()
+
+    /// The database's address (for tests that build their own pools).
+    public static func url() throws -> DatabaseURL {
+        try server.get()
+    }
+
+    /// Runs `body` with a store on a fresh, migrated schema, then drops it.
+    public static func withStore<T: Sendable>(
+        maximumConnections: Int = 8, queryTimeout: Duration = .seconds(10), migrated: Bool = true,
+        _ body: (ScrollbackStore) async throws -> T
+    ) async throws -> T {
+        let url = try url()
+        let schema = "test_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+        _ = try await admin(url) { try await $0.query("CREATE SCHEMA \(unescaped: schema)", logger: logger) }
+        let outcome: Result<T, any Error>
+        do {
+            outcome = .success(
+                try await run(
+                    schema: schema, url: url, maximumConnections: maximumConnections, queryTimeout: queryTimeout,
+                    migrated: migrated, body))
+        } catch {
+            outcome = .failure(error)
+        }
+        _ = try? await admin(url) { try await $0.query("DROP SCHEMA \(unescaped: schema) CASCADE", logger: logger) }
+        return try outcome.get()
+    }
+
+    private static func run<T: Sendable>(
+        schema: String, url: DatabaseURL, maximumConnections: Int, queryTimeout: Duration, migrated: Bool,
+        _ body: (ScrollbackStore) async throws -> T
+    ) async throws -> T {
+        let client = PostgresClient(
+            configuration: try url.clientConfiguration(searchPath: schema, maximumConnections: maximumConnections),
+            backgroundLogger: logger)
+        return try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask {
+                await client.run()
+                return nil
+            }
+            defer { group.cancelAll() }
+            let store = ScrollbackStore(client: client, logger: logger, queryTimeout: queryTimeout)
+            if migrated { try await store.migrate() }
+            return try await body(store)
+        }
+    }
+
+    /// One short-lived connection for schema housekeeping.
+    public static func admin<T: Sendable>(
+        _ url: DatabaseURL, _ body: (PostgresConnection) async throws -> T
+    ) async throws -> T {
+        let configuration = PostgresConnection.Configuration(
+            host: url.host, port: url.port, username: url.username, password: url.password,
+            database: url.database, tls: .disable)
+        let connection = try await PostgresConnection.connect(
+            configuration: configuration, id: Int.random(in: 0...Int.max), logger: logger)
+        do {
+            let result = try await body(connection)
+            try await connection.close()
+            return result
+        } catch {
+            try? await connection.close()
+            throw error
+        }
+    }
+}
+
+/// Stops the test cluster when the test process exits.
+enum EmbeddedClusterStopper {
+    nonisolated(unsafe) private static var stop: (() -> Void)?
+
+    // Called once, from `TestDatabase.server`'s lazy initializer, which Swift
+    // runs exactly once under its own lock; `atexit` runs on the exiting thread
+    // after all tests are done, so the two never overlap.
+    static func register(_ launcher: EmbeddedPostgres, _ running: EmbeddedPostgres.Running) {
+        stop = { launcher.stop(running) }
+        atexit { EmbeddedClusterStopper.stop?() }
+    }
+}
