@@ -52,6 +52,7 @@ let package = Package(
             name: "scrollback",
             dependencies: [
                 "ScrollbackServer",
+                "ScrollbackLayout",
                 "ScrollbackEmbeddedPostgres",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]

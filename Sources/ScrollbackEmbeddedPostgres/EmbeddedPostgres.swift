@@ -23,10 +23,13 @@ public struct EmbeddedPostgres: Sendable {
         /// Trade durability for speed (fsync off): for throwaway test clusters.
         public var durable: Bool = true
         public var maxConnections: Int = 200
+        /// Listen here instead of on a free port picked at start.
+        public var port: Int? = nil
 
-        public init(durable: Bool = true, maxConnections: Int = 200) {
+        public init(durable: Bool = true, maxConnections: Int = 200, port: Int? = nil) {
             self.durable = durable
             self.maxConnections = maxConnections
+            self.port = port
         }
     }
 
@@ -91,7 +94,7 @@ public struct EmbeddedPostgres: Sendable {
             return running
         }
 
-        let port = try Self.freeLoopbackPort()
+        let port = try options.port ?? Self.freeLoopbackPort()
         let result = try account.run(
             binDirectory + "/pg_ctl",
             ["start", "-D", dataDirectory, "-w", "-t", "60", "-l", dataDirectory + "/scrollback-server.log",
@@ -109,6 +112,17 @@ public struct EmbeddedPostgres: Sendable {
         try createDatabase(running, binDirectory: binDirectory, account: account)
         logger.info("embedded PostgreSQL started", metadata: ["port": "\(port)", "data": "\(dataDirectory)"])
         return running
+    }
+
+    /// Stops the cluster on this data directory whoever started it (tests that
+    /// take the database away use it).
+    public func stopAnyRunning() throws {
+        let binDirectory = try Self.findServerBinaries()
+        let account = try ServiceAccount.forCurrentProcess()
+        let dataDirectory = try dataDirectoryPath(account: account)
+        guard runningPort(dataDirectory: dataDirectory, binDirectory: binDirectory, account: account) != nil else { return }
+        let result = try account.run(binDirectory + "/pg_ctl", ["stop", "-D", dataDirectory, "-m", "fast", "-w", "-t", "60"])
+        guard result.status == 0 else { throw LaunchError(description: "pg_ctl stop failed:\n\(result.output)") }
     }
 
     /// Stops a cluster this process started (fast shutdown: open sessions are
@@ -207,22 +221,11 @@ public struct EmbeddedPostgres: Sendable {
     }
 
     private func readOrCreateSecret(name: String) throws -> String {
-        let path = stateDirectory + "/" + name
-        if let existing = try? String(contentsOfFile: path, encoding: .utf8) {
-            let trimmed = existing.trimmingCharacters(in: .whitespacesAndNewlines)
-            if !trimmed.isEmpty { return trimmed }
-        }
-        var generator = SystemRandomNumberGenerator()
-        let secret = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
-        try write(secret + "\n", to: path, mode: 0o600)
-        return secret
+        try StateFiles.readOrCreateSecret(at: stateDirectory + "/" + name)
     }
 
     private func write(_ text: String, to path: String, mode: mode_t) throws {
-        let created = FileManager.default.createFile(
-            atPath: path, contents: Data(text.utf8), attributes: [.posixPermissions: Int(mode)])
-        guard created else { throw LaunchError(description: "could not write \(path)") }
-        chmod(path, mode)
+        try StateFiles.write(text, to: path, mode: mode)
     }
 
     private func absolute(_ path: String) -> String {
@@ -267,7 +270,7 @@ public struct EmbeddedPostgres: Sendable {
     }
 
     /// A loopback port nobody listens on right now.
-    static func freeLoopbackPort() throws -> Int {
+    public static func freeLoopbackPort() throws -> Int {
         #if canImport(Glibc)
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         #else

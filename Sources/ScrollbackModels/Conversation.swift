@@ -10,14 +10,26 @@ public struct Conversation: Codable, Sendable, Hashable {
     public var lastSeq: Int64
     /// Member user ids, sorted.
     public var members: [String]
+    /// The caller's read marker: every message up to this seq counts as read.
+    public var readSeq: Int64
+    /// Messages after the caller's marker, not sent by the caller, not deleted.
+    public var unreadCount: Int64
+    /// The newest message (a preview for conversation lists); nil while empty.
+    public var lastMessage: Message?
 
-    public init(id: UUID, title: String?, createdBy: String, createdAt: Date, lastSeq: Int64, members: [String]) {
+    public init(
+        id: UUID, title: String?, createdBy: String, createdAt: Date, lastSeq: Int64, members: [String],
+        readSeq: Int64 = 0, unreadCount: Int64 = 0, lastMessage: Message? = nil
+    ) {
         self.id = id
         self.title = title
         self.createdBy = createdBy
         self.createdAt = createdAt
         self.lastSeq = lastSeq
         self.members = members
+        self.readSeq = readSeq
+        self.unreadCount = unreadCount
+        self.lastMessage = lastMessage
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -29,6 +41,9 @@ public struct Conversation: Codable, Sendable, Hashable {
         try container.encode(createdAt, forKey: .createdAt)
         try container.encode(lastSeq, forKey: .lastSeq)
         try container.encode(members, forKey: .members)
+        try container.encode(readSeq, forKey: .readSeq)
+        try container.encode(unreadCount, forKey: .unreadCount)
+        try container.encode(lastMessage, forKey: .lastMessage)
     }
 }
 
@@ -68,5 +83,34 @@ public struct AddMemberRequest: Codable, Sendable, Equatable {
 
     public init(userId: String) {
         self.userId = userId
+    }
+}
+
+/// `PUT /v1/conversations/{id}/read`
+public struct ReadMarkerRequest: Codable, Sendable, Equatable {
+    public var seq: Int64
+
+    public init(seq: Int64) {
+        self.seq = seq
+    }
+}
+
+/// The caller's read marker in a conversation after an update.
+public struct ReadMarker: Codable, Sendable, Equatable {
+    public var conversationId: UUID
+    public var readSeq: Int64
+    public var unreadCount: Int64
+
+    public init(conversationId: UUID, readSeq: Int64, unreadCount: Int64) {
+        self.conversationId = conversationId
+        self.readSeq = readSeq
+        self.unreadCount = unreadCount
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(conversationId.uuidString.lowercased(), forKey: .conversationId)
+        try container.encode(readSeq, forKey: .readSeq)
+        try container.encode(unreadCount, forKey: .unreadCount)
     }
 }

@@ -9,14 +9,27 @@ public struct Message: Codable, Sendable, Hashable {
     public var body: String
     public var clientId: String?
     public var createdAt: Date
+    /// The conversation's change counter at this message's latest change
+    /// (creation, edit or deletion).
+    public var version: Int64
+    /// When the body was last edited; nil until then.
+    public var editedAt: Date?
+    /// A tombstone: the body was erased, the seq stays so pages show no gap.
+    public var deleted: Bool
 
-    public init(conversationId: UUID, seq: Int64, sender: String, body: String, clientId: String?, createdAt: Date) {
+    public init(
+        conversationId: UUID, seq: Int64, sender: String, body: String, clientId: String?, createdAt: Date,
+        version: Int64, editedAt: Date? = nil, deleted: Bool = false
+    ) {
         self.conversationId = conversationId
         self.seq = seq
         self.sender = sender
         self.body = body
         self.clientId = clientId
         self.createdAt = createdAt
+        self.version = version
+        self.editedAt = editedAt
+        self.deleted = deleted
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -27,6 +40,9 @@ public struct Message: Codable, Sendable, Hashable {
         try container.encode(body, forKey: .body)
         try container.encode(clientId, forKey: .clientId)
         try container.encode(createdAt, forKey: .createdAt)
+        try container.encode(version, forKey: .version)
+        try container.encode(editedAt, forKey: .editedAt)
+        try container.encode(deleted, forKey: .deleted)
     }
 }
 
@@ -62,11 +78,48 @@ public struct MessagePage: Codable, Sendable, Equatable {
     public var hasNewer: Bool
     /// The conversation's newest seq when the page was read (same snapshot).
     public var lastSeq: Int64
+    /// The conversation's change counter when the page was read (same
+    /// snapshot): ask `changes?since_version=` this to revalidate the page later.
+    public var version: Int64
+    /// Estimated heights and layout, only when the request asked for them
+    /// (`viewport_height`). The synthesized encoder uses `encodeIfPresent`
+    /// for optionals, so a page without hints has no `layout` key at all.
+    public var layout: PageLayoutHints?
 
-    public init(messages: [Message], hasOlder: Bool, hasNewer: Bool, lastSeq: Int64) {
+    public init(
+        messages: [Message], hasOlder: Bool, hasNewer: Bool, lastSeq: Int64, version: Int64,
+        layout: PageLayoutHints? = nil
+    ) {
         self.messages = messages
         self.hasOlder = hasOlder
         self.hasNewer = hasNewer
         self.lastSeq = lastSeq
+        self.version = version
+        self.layout = layout
+    }
+}
+
+/// `PATCH /v1/conversations/{id}/messages/{seq}`
+public struct EditMessageRequest: Codable, Sendable, Equatable {
+    public var body: String
+
+    public init(body: String) {
+        self.body = body
+    }
+}
+
+/// What changed in a conversation after a version, oldest change first, each
+/// message once in its latest state.
+public struct ChangeSet: Codable, Sendable, Equatable {
+    public var messages: [Message]
+    /// More changes follow: ask again from `version`.
+    public var hasMore: Bool
+    /// The version to ask from next.
+    public var version: Int64
+
+    public init(messages: [Message], hasMore: Bool, version: Int64) {
+        self.messages = messages
+        self.hasMore = hasMore
+        self.version = version
     }
 }

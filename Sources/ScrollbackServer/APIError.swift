@@ -67,6 +67,14 @@ public struct APIError: Error, HTTPResponseError, Equatable {
                 .conflict, "idempotency_conflict",
                 "This client_id was already used for a different message in this conversation; use a new client_id for a new message."
             )
+        case .messageNotFound:
+            self.init(.notFound, "message_not_found", "This conversation has no message with that seq.")
+        case .messageDeleted:
+            self.init(.conflict, "message_deleted", "This message was deleted; a deleted message cannot be edited.")
+        case .readBeyondNewest(let lastSeq):
+            self.init(
+                .unprocessableContent, "invalid_read_seq",
+                "Field `seq` must not be beyond the newest message's seq (\(lastSeq)).")
         case .conversationFull(let limit):
             self.init(
                 .unprocessableContent, "too_many_members", "A conversation can have at most \(limit) members.")

@@ -20,9 +20,11 @@ public func buildRouter(store: ScrollbackStore, tokens: TokenAuthority) -> Route
     let router = Router(context: ScrollbackRequestContext.self)
     router.add(middleware: ErrorMiddleware())
     HealthController(store: store).addRoutes(to: router)
+    LayoutController().addRoutes(to: router)  // public: outside the authenticated group
     let v1 = router.group("v1").add(middleware: AuthMiddleware(tokens: tokens, store: store))
     ConversationController(store: store).addRoutes(to: v1)
     MessageController(store: store).addRoutes(to: v1)
+    MessageChangeController(store: store).addRoutes(to: v1)
     return router
 }
 

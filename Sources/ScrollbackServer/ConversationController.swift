@@ -13,6 +13,7 @@ struct ConversationController {
         group.get("conversations/:id", use: show)
         group.post("conversations/:id/members", use: addMember)
         group.delete("conversations/:id/members/:user_id", use: removeMember)
+        group.put("conversations/:id/read", use: markRead)
     }
 
     @Sendable func create(_ request: Request, context: ScrollbackRequestContext) async throws -> Response {
@@ -54,6 +55,17 @@ struct ConversationController {
         let member = try Validation.userID(context.parameters.get("user_id") ?? "", field: "user_id")
         try await store.removeMember(member, from: id, by: user)
         return Response(status: .noContent)
+    }
+
+    /// Moves the caller's read marker forward (never backwards).
+    @Sendable func markRead(_ request: Request, context: ScrollbackRequestContext) async throws -> Response {
+        let user = try context.requireUser()
+        let id = try Self.conversationID(context)
+        let input = try await RequestBody.decode(ReadMarkerRequest.self, from: request)
+        guard input.seq >= 0 else {
+            throw APIError.unprocessable("invalid_read_seq", "Field `seq` must be 0 or more.")
+        }
+        return JSONResponse.make(try await store.markRead(input.seq, in: id, by: user))
     }
 
     /// A path id that is not a UUID names no conversation: the same 404.

@@ -32,8 +32,14 @@ struct MessageController {
         let user = try context.requireUser()
         let id = try ConversationController.conversationID(context)
         let query = QueryParameters(request)
-        let limit = try query.limit()
-        let anchor = try query.pageAnchor()
-        return JSONResponse.make(try await store.page(of: id, for: user, anchor: anchor, limit: limit))
+        let hints = try PageHintRequest(query)  // viewport_height, limit=fill, ...: PageHints.swift
+        let limit = try hints.fetchLimit ?? query.limit()
+        var anchor = try query.pageAnchor()
+        if let time = try query.aroundTime() {
+            // The first message at or after that time, or the newest when none is.
+            anchor = try await store.seq(at: time, in: id, for: user).map(PageAnchor.around) ?? .newest
+        }
+        let page = try await store.page(of: id, for: user, anchor: anchor, limit: limit)
+        return JSONResponse.make(try hints.apply(to: page, anchor: anchor))
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import ScrollbackModels
 import ScrollbackStore
 
 /// Query parameters, parsed strictly: digits only, in range, each at most once.
@@ -42,19 +43,41 @@ struct QueryParameters {
         try integer("limit", in: 1...Self.maxLimit).map(Int.init) ?? Self.defaultLimit
     }
 
-    /// At most one of `before`, `after`, `around`.
+    /// At most one of `before`, `after`, `around`, `around_time`; the last is
+    /// read by `aroundTime()` since it needs the store to become a seq.
     func pageAnchor() throws -> PageAnchor {
         let before = try integer("before", in: 1...Int64.max)
         let after = try integer("after", in: 0...Int64.max)
         let around = try integer("around", in: 1...Int64.max)
-        let given = [before, after, around].compactMap { $0 }
-        guard given.count <= 1 else {
-            throw APIError.badRequest("invalid_parameter", "Give at most one of `before`, `after` and `around`.")
+        let given = [before, after, around].compactMap { $0 }.count + (parameters["around_time"] == nil ? 0 : 1)
+        guard given <= 1 else {
+            throw APIError.badRequest(
+                "invalid_parameter", "Give at most one of `before`, `after`, `around` and `around_time`.")
         }
         if let before { return .before(before) }
         if let after { return .after(after) }
         if let around { return .around(around) }
         return .newest
+    }
+}
+
+extension QueryParameters {
+    /// `around_time`: an RFC 3339 timestamp.
+    func aroundTime() throws -> Date? {
+        guard let text = try single("around_time") else { return nil }
+        guard let time = ScrollbackJSON.parseTimestamp(text) else {
+            throw APIError.badRequest(
+                "invalid_parameter",
+                "`around_time` must be an RFC 3339 timestamp such as 2026-11-22T05:36:39.123Z (got \"\(text.prefix(40))\").")
+        }
+        return time
+    }
+
+    /// `since_version`, and the page size of the change log (1 to 1,000, default 100).
+    func changeWindow() throws -> (since: Int64, limit: Int) {
+        let since = try integer("since_version", in: 0...Int64.max) ?? 0
+        let limit = try integer("limit", in: 1...1_000).map(Int.init) ?? 100
+        return (since, limit)
     }
 }
 

@@ -27,11 +27,49 @@ extension ScrollbackStore {
                 FROM c
                 """,
                 logger: logger)
-            for try await row in rows.decode((UUID, String?, String, Date, Int64, [String]).self) {
-                return Conversation(row)
+            for try await (id, title, createdBy, createdAt, lastSeq, members) in rows.decode(
+                (UUID, String?, String, Date, Int64, [String]).self)
+            {
+                return Conversation(
+                    id: id, title: title, createdBy: createdBy, createdAt: createdAt, lastSeq: lastSeq, members: members)
             }
             throw StoreError.unavailable
         }
+    }
+
+    /// What a conversation looks like to the member `me`: with their read
+    /// marker, unread count and the newest message as a preview. Selected from
+    /// `members me JOIN conversations c LEFT JOIN messages lm`.
+    static let conversationColumns = """
+        c.id, c.title, c.created_by, c.created_at, c.last_seq, c.activity,
+        ARRAY(SELECT user_id FROM members WHERE conversation_id = c.id ORDER BY user_id COLLATE "C") AS members,
+        me.read_seq,
+        (SELECT count(*) FROM messages u
+         WHERE u.conversation_id = c.id AND u.seq > me.read_seq AND u.sender <> me.user_id AND NOT u.deleted
+        ) AS unread_count,
+        \(MessageRow.columns("lm"))
+        """
+
+    static let conversationSource = """
+        members me
+        JOIN conversations c ON c.id = me.conversation_id
+        LEFT JOIN messages lm ON lm.conversation_id = c.id AND lm.seq = c.last_seq
+        """
+
+    static func decodeConversation(_ row: PostgresRow) throws -> (Conversation, activity: Int64) {
+        let columns = row.makeRandomAccess()
+        let id = try columns["id"].decode(UUID.self)
+        let conversation = Conversation(
+            id: id,
+            title: try columns["title"].decode(String?.self),
+            createdBy: try columns["created_by"].decode(String.self),
+            createdAt: try columns["created_at"].decode(Date.self),
+            lastSeq: try columns["last_seq"].decode(Int64.self),
+            members: try columns["members"].decode([String].self),
+            readSeq: try columns["read_seq"].decode(Int64.self),
+            unreadCount: try columns["unread_count"].decode(Int64.self),
+            lastMessage: try MessageRow.decode(columns, alias: "lm", conversation: id))
+        return (conversation, try columns["activity"].decode(Int64.self))
     }
 
     /// The conversation, if `user` is a member.
@@ -39,16 +77,12 @@ extension ScrollbackStore {
         try await withStoreErrors {
             let rows = try await client.query(
                 """
-                SELECT c.id, c.title, c.created_by, c.created_at, c.last_seq,
-                       ARRAY(SELECT user_id FROM members WHERE conversation_id = c.id ORDER BY user_id COLLATE "C")
-                FROM conversations c
-                WHERE c.id = \(id)
-                  AND EXISTS (SELECT 1 FROM members WHERE conversation_id = c.id AND user_id = \(user))
+                SELECT \(unescaped: Self.conversationColumns)
+                FROM \(unescaped: Self.conversationSource)
+                WHERE me.user_id = \(user) AND me.conversation_id = \(id)
                 """,
                 logger: logger)
-            for try await row in rows.decode((UUID, String?, String, Date, Int64, [String]).self) {
-                return Conversation(row)
-            }
+            for try await row in rows { return try Self.decodeConversation(row).0 }
             throw StoreError.conversationNotFound
         }
     }
@@ -64,26 +98,50 @@ extension ScrollbackStore {
         return try await withStoreErrors {
             let rows = try await client.query(
                 """
-                SELECT c.id, c.title, c.created_by, c.created_at, c.last_seq,
-                       ARRAY(SELECT user_id FROM members WHERE conversation_id = c.id ORDER BY user_id COLLATE "C"),
-                       c.activity
-                FROM members me
-                JOIN conversations c ON c.id = me.conversation_id
+                SELECT \(unescaped: Self.conversationColumns)
+                FROM \(unescaped: Self.conversationSource)
                 WHERE me.user_id = \(user) AND c.activity < \(mark)
                 ORDER BY c.activity DESC
                 LIMIT \(limit + 1)
                 """,
                 logger: logger)
-            var page: [(Conversation, Int64)] = []
-            for try await (id, title, createdBy, createdAt, lastSeq, members, activity) in rows.decode(
-                (UUID, String?, String, Date, Int64, [String], Int64).self)
-            {
-                page.append((Conversation((id, title, createdBy, createdAt, lastSeq, members)), activity))
-            }
+            var page: [(Conversation, activity: Int64)] = []
+            for try await row in rows { page.append(try Self.decodeConversation(row)) }
             guard page.count > limit else { return (page.map(\.0), nil) }
             page.removeLast()
-            return (page.map(\.0), page.last?.1)
+            return (page.map(\.0), page.last?.activity)
         }
+    }
+
+    /// Moves the user's read marker to `seq`, never backwards: a smaller seq
+    /// leaves it where it is. The member row's lock orders concurrent updates,
+    /// and each takes the greater of the stored and the new value.
+    public func markRead(_ seq: Int64, in id: UUID, by user: String) async throws -> ReadMarker {
+        let outcome: (Int64?, Bool, Int64?, Int64?) = try await withStoreErrors {
+            let rows = try await client.query(
+                """
+                WITH c AS (
+                    SELECT last_seq FROM conversations WHERE id = \(id)
+                ), moved AS (
+                    UPDATE members SET read_seq = GREATEST(read_seq, \(seq))
+                    WHERE conversation_id = \(id) AND user_id = \(user) AND \(seq) <= (SELECT last_seq FROM c)
+                    RETURNING read_seq
+                )
+                SELECT (SELECT last_seq FROM c),
+                       EXISTS (SELECT 1 FROM members WHERE conversation_id = \(id) AND user_id = \(user)),
+                       (SELECT read_seq FROM moved),
+                       (SELECT count(*) FROM messages
+                        WHERE conversation_id = \(id) AND seq > (SELECT read_seq FROM moved)
+                          AND sender <> \(user) AND NOT deleted)
+                """,
+                logger: logger)
+            for try await row in rows.decode((Int64?, Bool, Int64?, Int64?).self) { return row }
+            throw StoreError.unavailable
+        }
+        let (lastSeq, isMember, readSeq, unread) = outcome
+        guard let lastSeq, isMember else { throw StoreError.conversationNotFound }
+        guard let readSeq else { throw StoreError.readBeyondNewest(lastSeq: lastSeq) }
+        return ReadMarker(conversationId: id, readSeq: readSeq, unreadCount: unread ?? 0)
     }
 
     /// Adds `user` to the conversation; any member may add. Adding someone who
@@ -151,8 +209,3 @@ extension ScrollbackStore {
     }
 }
 
-extension Conversation {
-    init(_ row: (UUID, String?, String, Date, Int64, [String])) {
-        self.init(id: row.0, title: row.1, createdBy: row.2, createdAt: row.3, lastSeq: row.4, members: row.5)
-    }
-}

@@ -10,6 +10,12 @@ public enum StoreError: Error, Equatable, Sendable {
     case forbidden(String)
     /// The same client_id was used before with a different body.
     case idempotencyConflict
+    /// No message with that seq in the conversation.
+    case messageNotFound
+    /// The message was deleted; a tombstone cannot be edited.
+    case messageDeleted
+    /// A read marker beyond the conversation's newest message.
+    case readBeyondNewest(lastSeq: Int64)
     /// The conversation already has the maximum number of members.
     case conversationFull(limit: Int)
     /// The database cannot be reached (or did not answer in time).

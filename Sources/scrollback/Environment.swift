@@ -45,18 +45,7 @@ enum Environment {
                     signing secret: set SCROLLBACK_JWT_SECRET (for example to the output of `openssl rand -hex 32`).
                     """)
         }
-        let path = stateDirectory + "/jwt-secret"
-        if let stored = try? String(contentsOfFile: path, encoding: .utf8) {
-            let trimmed = stored.trimmingCharacters(in: .whitespacesAndNewlines)
-            if !trimmed.isEmpty { return trimmed }
-        }
-        try FileManager.default.createDirectory(atPath: stateDirectory, withIntermediateDirectories: true)
-        var generator = SystemRandomNumberGenerator()
-        let secret = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
-        guard FileManager.default.createFile(
-            atPath: path, contents: Data((secret + "\n").utf8), attributes: [.posixPermissions: 0o600])
-        else { throw Failure(description: "could not write \(path)") }
-        return secret
+        return try StateFiles.readOrCreateSecret(at: stateDirectory + "/jwt-secret")
     }
 
     /// The database to use: `DATABASE_URL`, or the embedded cluster (started

@@ -13,7 +13,11 @@ import Testing
             #expect(try shown.decode(Conversation.self) == created)
             // Wire format: snake_case keys, RFC 3339 UTC timestamps with milliseconds.
             let object = try #require(try JSONSerialization.jsonObject(with: shown.body) as? [String: Any])
-            #expect(Set(object.keys) == ["id", "title", "created_by", "created_at", "last_seq", "members"])
+            #expect(
+                Set(object.keys) == [
+                    "id", "title", "created_by", "created_at", "last_seq", "members", "read_seq", "unread_count",
+                    "last_message",
+                ])
             let timestamp = try #require(object["created_at"] as? String)
             #expect(timestamp.wholeMatch(of: /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/) != nil, "\(timestamp)")
 

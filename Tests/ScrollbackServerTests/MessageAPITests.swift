@@ -15,6 +15,8 @@ import Testing
             #expect(abs(message.createdAt.timeIntervalSinceNow) < 60)
             #expect(message.conversationId == conversation.id)
             #expect(reply.text.contains(#""client_id":null"#))
+            #expect(reply.text.contains(#""edited_at":null"#) && reply.text.contains(#""deleted":false"#))
+            #expect(message.version == 1)
         }
     }
 
@@ -60,7 +62,7 @@ import Testing
             #expect(defaulted.messages.count == 12)
             let raw = try await server.request(.get, "/v1/conversations/\(conversation.id)/messages?limit=1", as: "alice")
             let object = try #require(try JSONSerialization.jsonObject(with: raw.body) as? [String: Any])
-            #expect(Set(object.keys) == ["messages", "has_older", "has_newer", "last_seq"])
+            #expect(Set(object.keys) == ["messages", "has_older", "has_newer", "last_seq", "version"])
         }
     }
 }

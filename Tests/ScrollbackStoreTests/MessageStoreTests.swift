@@ -104,7 +104,7 @@ import Testing
             let id = try await conversation(with: 0, in: store)
             for anchor in [PageAnchor.newest, .before(1), .before(5), .after(0), .after(3), .around(1)] {
                 let page = try await store.page(of: id, for: "alice", anchor: anchor, limit: 10)
-                #expect(page == MessagePage(messages: [], hasOlder: false, hasNewer: false, lastSeq: 0))
+                #expect(page == MessagePage(messages: [], hasOlder: false, hasNewer: false, lastSeq: 0, version: 0))
             }
         }
     }

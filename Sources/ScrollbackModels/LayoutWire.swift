@@ -1,0 +1,158 @@
+// Wire types of the layout calculator over HTTP (`POST /v1/layout`, the
+// `scrollback layout` command) and of the page hints on a history page. The
+// arithmetic lives in ScrollbackLayout, which this module does not import:
+// the mapping between the two is in ScrollbackServer/LayoutMapping.swift.
+
+/// `POST /v1/layout`: what the layout calculator needs, in points.
+///
+/// Only `viewport_height` and `item_heights` are required; the sizes default
+/// to 0, and without `scroll_offset` the response has no visible range and
+/// `load_older` is false.
+public struct LayoutRequest: Codable, Sendable, Equatable {
+    /// Height of the visible area of the scroll view.
+    public var viewportHeight: Double
+    /// Item heights, newest first (index 0 = newest message).
+    public var itemHeights: [Double]
+    /// Gap between two adjacent items (default 0).
+    public var spacing: Double?
+    /// Space above the oldest item (default 0).
+    public var topInset: Double?
+    /// Space below the newest item (default 0).
+    public var bottomInset: Double?
+    /// Distance scrolled up from the newest message (0 = pinned to the bottom).
+    public var scrollOffset: Double?
+    /// Ask for the next older page when the top of the content is closer than this.
+    public var prefetchThreshold: Double?
+
+    public init(
+        viewportHeight: Double, itemHeights: [Double], spacing: Double? = nil, topInset: Double? = nil,
+        bottomInset: Double? = nil, scrollOffset: Double? = nil, prefetchThreshold: Double? = nil
+    ) {
+        self.viewportHeight = viewportHeight
+        self.itemHeights = itemHeights
+        self.spacing = spacing
+        self.topInset = topInset
+        self.bottomInset = bottomInset
+        self.scrollOffset = scrollOffset
+        self.prefetchThreshold = prefetchThreshold
+    }
+}
+
+/// The answer of `POST /v1/layout` (and the output of `scrollback layout`).
+public struct LayoutResponse: Codable, Sendable, Equatable {
+    /// Where one item sits; offsets are measured from the bottom and from the
+    /// top of the scroll content (`max(content_height, viewport_height)` tall).
+    public struct Item: Codable, Sendable, Equatable {
+        public var index: Int
+        public var offsetFromBottom: Double
+        public var offsetFromTop: Double
+        public var height: Double
+
+        public init(index: Int, offsetFromBottom: Double, offsetFromTop: Double, height: Double) {
+            self.index = index
+            self.offsetFromBottom = offsetFromBottom
+            self.offsetFromTop = offsetFromTop
+            self.height = height
+        }
+    }
+
+    /// The visible items, newest (`first`) to oldest (`last`), both inclusive.
+    public struct Visible: Codable, Sendable, Equatable {
+        public var first: Int
+        public var last: Int
+
+        public init(first: Int, last: Int) {
+            self.first = first
+            self.last = last
+        }
+    }
+
+    public var contentHeight: Double
+    public var bottomPadding: Double
+    public var isScrollable: Bool
+    public var items: [Item]
+    /// `nil` (encoded as `null`) without a scroll offset or when nothing is visible.
+    public var visible: Visible?
+    public var loadOlder: Bool
+
+    public init(
+        contentHeight: Double, bottomPadding: Double, isScrollable: Bool, items: [Item], visible: Visible?,
+        loadOlder: Bool
+    ) {
+        self.contentHeight = contentHeight
+        self.bottomPadding = bottomPadding
+        self.isScrollable = isScrollable
+        self.items = items
+        self.visible = visible
+        self.loadOlder = loadOlder
+    }
+
+    // `visible` is always present, `null` when there is none: clients test for it.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(contentHeight, forKey: .contentHeight)
+        try container.encode(bottomPadding, forKey: .bottomPadding)
+        try container.encode(isScrollable, forKey: .isScrollable)
+        try container.encode(items, forKey: .items)
+        try container.encode(visible, forKey: .visible)
+        try container.encode(loadOlder, forKey: .loadOlder)
+    }
+}
+
+/// Server-side estimates for a history page, present on
+/// `GET /v1/conversations/{id}/messages` only when the caller sends
+/// `viewport_height`: how tall each returned message will probably be, and
+/// the layout those estimates give. Clients replace them with measured
+/// heights as soon as the cells are on screen.
+public struct PageLayoutHints: Codable, Sendable, Equatable {
+    /// The text model and spacing the estimates were computed with (defaults
+    /// filled in), so a client can tell which assumptions it got.
+    public struct Metrics: Codable, Sendable, Equatable {
+        public var fontSize: Double
+        public var lineHeight: Double
+        public var averageCharacterWidth: Double
+        public var horizontalPadding: Double
+        public var verticalPadding: Double
+        public var maxWidthFraction: Double
+        public var spacing: Double
+
+        public init(
+            fontSize: Double, lineHeight: Double, averageCharacterWidth: Double, horizontalPadding: Double,
+            verticalPadding: Double, maxWidthFraction: Double, spacing: Double
+        ) {
+            self.fontSize = fontSize
+            self.lineHeight = lineHeight
+            self.averageCharacterWidth = averageCharacterWidth
+            self.horizontalPadding = horizontalPadding
+            self.verticalPadding = verticalPadding
+            self.maxWidthFraction = maxWidthFraction
+            self.spacing = spacing
+        }
+    }
+
+    /// Always `true`: these are estimates, not measurements.
+    public var estimated: Bool
+    /// The viewport the estimates are for (`viewport_width` defaults to 390).
+    public var viewportHeight: Double
+    public var viewportWidth: Double
+    /// One estimated height per returned message, in the page's order (newest first).
+    public var itemHeights: [Double]
+    /// `sum(item_heights) + spacing * (n - 1)`.
+    public var contentHeight: Double
+    /// `max(viewport_height - content_height, 0)`.
+    public var bottomPadding: Double
+    public var metrics: Metrics
+
+    public init(
+        estimated: Bool = true, viewportHeight: Double, viewportWidth: Double, itemHeights: [Double],
+        contentHeight: Double, bottomPadding: Double, metrics: Metrics
+    ) {
+        self.estimated = estimated
+        self.viewportHeight = viewportHeight
+        self.viewportWidth = viewportWidth
+        self.itemHeights = itemHeights
+        self.contentHeight = contentHeight
+        self.bottomPadding = bottomPadding
+        self.metrics = metrics
+    }
+}

@@ -1,0 +1,112 @@
+import Foundation
+import ScrollbackLayout
+import ScrollbackModels
+
+/// What `scrollback layout` does between parsing its flags and printing:
+/// build a ``LayoutRequest`` from flags or from JSON on standard input, lay it
+/// out with the endpoint's own code (``LayoutRequests``) and render JSON or
+/// SVG. It sits in this module, next to the endpoint, so the server tests can
+/// check it without spawning the binary.
+public enum LayoutCommandLine {
+    /// The command's options, as given (`nil` = not given).
+    public struct Options: Sendable, Equatable {
+        public var viewport: Double?
+        public var heights: String?
+        public var spacing: Double?
+        public var topInset: Double?
+        public var bottomInset: Double?
+        public var scrollOffset: Double?
+        public var prefetchThreshold: Double?
+
+        public init(
+            viewport: Double? = nil, heights: String? = nil, spacing: Double? = nil, topInset: Double? = nil,
+            bottomInset: Double? = nil, scrollOffset: Double? = nil, prefetchThreshold: Double? = nil
+        ) {
+            self.viewport = viewport
+            self.heights = heights
+            self.spacing = spacing
+            self.topInset = topInset
+            self.bottomInset = bottomInset
+            self.scrollOffset = scrollOffset
+            self.prefetchThreshold = prefetchThreshold
+        }
+    }
+
+    /// A problem to report to the user, worded for the command line.
+    public struct Failure: Error, Sendable, Equatable, CustomStringConvertible {
+        public var description: String
+
+        public init(_ description: String) {
+            self.description = description
+        }
+    }
+
+    /// `44,60,80` (spaces around the commas allowed) -> `[44, 60, 80]`. An
+    /// empty string is an empty list; signs are accepted here so that a
+    /// negative height reaches the calculator and gets its precise message.
+    public static func parseHeights(_ text: String) throws(Failure) -> [Double] {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        if trimmed.isEmpty { return [] }
+        var heights: [Double] = []
+        for (index, part) in trimmed.split(separator: ",", omittingEmptySubsequences: false).enumerated() {
+            let number = part.trimmingCharacters(in: .whitespaces)
+            guard let value = Double(number), value.isFinite else {
+                throw Failure("--heights: item \(index) is not a number (got \"\(number.prefix(40))\").")
+            }
+            heights.append(value)
+        }
+        return heights
+    }
+
+    /// The request: from the flags when `--heights` is given (then `--viewport`
+    /// is required), otherwise decoded from `standardInput` (the endpoint's
+    /// JSON request shape). Flags given next to JSON override its fields.
+    public static func request(options: Options, standardInput: () -> Data) throws(Failure) -> LayoutRequest {
+        var request: LayoutRequest
+        if let heights = options.heights {
+            guard let viewport = options.viewport else {
+                throw Failure("--viewport is required with --heights.")
+            }
+            request = LayoutRequest(viewportHeight: viewport, itemHeights: try parseHeights(heights))
+        } else {
+            let data = standardInput()
+            guard !data.allSatisfy({ [0x20, 0x0A, 0x0D, 0x09].contains($0) }) else {
+                throw Failure(
+                    "Give --viewport and --heights, or pipe a JSON request on standard input, e.g."
+                        + #" {"viewport_height": 640, "item_heights": [44, 60]}."#)
+            }
+            do {
+                request = try ScrollbackJSON.decoder().decode(LayoutRequest.self, from: data)
+            } catch let error as DecodingError {
+                throw Failure("Standard input: " + RequestBody.explain(error))
+            } catch {
+                throw Failure("Standard input is not valid JSON.")
+            }
+            if let viewport = options.viewport { request.viewportHeight = viewport }
+        }
+        if let spacing = options.spacing { request.spacing = spacing }
+        if let topInset = options.topInset { request.topInset = topInset }
+        if let bottomInset = options.bottomInset { request.bottomInset = bottomInset }
+        if let scrollOffset = options.scrollOffset { request.scrollOffset = scrollOffset }
+        if let prefetchThreshold = options.prefetchThreshold { request.prefetchThreshold = prefetchThreshold }
+        return request
+    }
+
+    /// Lays out `request` exactly as `POST /v1/layout` does.
+    public static func layout(_ request: LayoutRequest) throws(Failure) -> ChatLayout {
+        do {
+            return try LayoutRequests.layout(for: request)
+        } catch {
+            throw Failure(error.message)
+        }
+    }
+
+    /// The endpoint's response body for `layout`, pretty-printed with sorted keys.
+    public static func json(_ layout: ChatLayout) -> String {
+        let encoder = ScrollbackJSON.encoder()
+        encoder.outputFormatting.insert(.prettyPrinted)
+        // Encoding our own wire types cannot fail.
+        let data = (try? encoder.encode(LayoutResponse(layout))) ?? Data("{}".utf8)
+        return String(decoding: data, as: UTF8.self)
+    }
+}

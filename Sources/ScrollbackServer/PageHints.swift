@@ -1,0 +1,228 @@
+import ScrollbackLayout
+import ScrollbackModels
+import ScrollbackStore
+
+/// Page hints on `GET /v1/conversations/{id}/messages`: with `viewport_height`
+/// the page carries estimated message heights (``TextMetrics``) and the
+/// layout they give; with `limit=fill` the page holds just enough messages to
+/// cover two screens.
+///
+/// Query parameters, all optional, all decimals written with digits and at
+/// most one decimal point (no sign, no exponent):
+/// - `viewport_height` (points, > 0, <= 100000) switches the hints on;
+/// - `viewport_width` (same range; default 390, an iPhone's width in points);
+/// - `font_size`, `line_height`, `average_character_width`,
+///   `horizontal_padding`, `vertical_padding`, `max_width_fraction`: the
+///   text model, defaults and ranges of ``TextMetrics/standard``;
+/// - `spacing` (gap between messages, default 8, <= 10000);
+/// - `limit=fill` (needs `viewport_height`).
+/// Every one of them except `limit` needs `viewport_height`; alone it is
+/// refused rather than silently ignored.
+struct PageHintRequest {
+    static let defaultViewportWidth = 390.0
+    static let defaultSpacing = 8.0
+    static let maximumViewportLength = 100_000.0
+    /// `limit=fill` reads at most this many messages and never returns more.
+    static let fillReadLimit = Int(QueryParameters.maxLimit)
+
+    struct Estimation {
+        var viewportHeight: Double
+        var viewportWidth: Double
+        var metrics: TextMetrics
+        var spacing: Double
+    }
+
+    /// `nil` when the caller sent no `viewport_height`: the page stays exactly as it was.
+    let estimation: Estimation?
+    /// `limit=fill` was given.
+    let fill: Bool
+
+    /// The store limit to read with, when the hints decide it; `nil` means
+    /// "use the `limit` parameter as usual".
+    var fetchLimit: Int? { fill ? Self.fillReadLimit : nil }
+
+    init(_ query: QueryParameters) throws {
+        let fill = try query.single("limit") == "fill"
+        let viewportHeight = try query.decimal(
+            "viewport_height", requirement: "a number of points > 0 and <= 100000"
+        ) { $0 > 0 && $0 <= Self.maximumViewportLength }
+        let viewportWidth = try query.decimal(
+            "viewport_width", requirement: "a number of points > 0 and <= 100000"
+        ) { $0 > 0 && $0 <= Self.maximumViewportLength }
+        let spacing = try query.decimal(
+            "spacing", requirement: "a number of points >= 0 and <= \(Int(TextMetrics.maximumLength))"
+        ) { $0 <= TextMetrics.maximumLength }
+        // The metric's own range is checked by TextMetrics.validate below, so
+        // its message and the library's stay one and the same.
+        var metricValues: [TextMetrics.Field: Double] = [:]
+        for field in TextMetrics.Field.allCases {
+            let requirement = field.requirement
+            metricValues[field] = try query.decimal(field.rawValue, requirement: requirement) { _ in true }
+        }
+
+        guard let viewportHeight else {
+            if fill {
+                throw APIError.badRequest(
+                    "invalid_parameter",
+                    "`limit=fill` needs `viewport_height` (points): the page is cut to cover two screens of that height.")
+            }
+            let stray = (viewportWidth != nil ? ["viewport_width"] : []) + (spacing != nil ? ["spacing"] : [])
+                + TextMetrics.Field.allCases.filter { metricValues[$0] != nil }.map(\.rawValue)
+            if let first = stray.first {
+                throw APIError.badRequest(
+                    "invalid_parameter", "`\(first)` only applies together with `viewport_height`.")
+            }
+            self.estimation = nil
+            self.fill = false
+            return
+        }
+
+        let standard = TextMetrics.standard
+        let metrics = TextMetrics(
+            fontSize: metricValues[.fontSize] ?? standard.fontSize,
+            lineHeight: metricValues[.lineHeight] ?? standard.lineHeight,
+            averageCharacterWidth: metricValues[.averageCharacterWidth] ?? standard.averageCharacterWidth,
+            horizontalPadding: metricValues[.horizontalPadding] ?? standard.horizontalPadding,
+            verticalPadding: metricValues[.verticalPadding] ?? standard.verticalPadding,
+            maxWidthFraction: metricValues[.maxWidthFraction] ?? standard.maxWidthFraction)
+        do {
+            try metrics.validate()
+        } catch {
+            throw APIError.badRequest("invalid_parameter", error.message + ".")
+        }
+        self.estimation = Estimation(
+            viewportHeight: viewportHeight, viewportWidth: viewportWidth ?? Self.defaultViewportWidth,
+            metrics: metrics, spacing: spacing ?? Self.defaultSpacing)
+        self.fill = fill
+    }
+
+    /// The page as the caller asked for it: unchanged without hints; with
+    /// hints, cut to fill (for `limit=fill`) and carrying `layout`.
+    func apply(to page: MessagePage, anchor: PageAnchor) throws -> MessagePage {
+        guard let estimation else { return page }
+        var page = page
+        var heights: [Double]
+        do {
+            heights = try estimation.metrics.estimatedHeights(
+                of: page.messages.map(\.body), viewportWidth: estimation.viewportWidth)
+        } catch {
+            throw APIError.badRequest("invalid_parameter", error.message + ".")
+        }
+        if fill {
+            let kept = try PageFill.window(
+                of: page, anchor: anchor, heights: heights, spacing: estimation.spacing,
+                covering: 2 * estimation.viewportHeight)
+            page = PageFill.page(page, keeping: kept)
+            heights = Array(heights[kept])
+        }
+        let layout: ChatLayout
+        do {
+            layout = try ChatLayout(
+                LayoutInput(
+                    viewportHeight: estimation.viewportHeight, itemHeights: heights, spacing: estimation.spacing))
+        } catch {
+            throw APIError.badRequest("invalid_parameter", error.message + ".")
+        }
+        let metrics = estimation.metrics
+        page.layout = PageLayoutHints(
+            estimated: true, viewportHeight: estimation.viewportHeight, viewportWidth: estimation.viewportWidth,
+            itemHeights: heights, contentHeight: layout.contentHeight, bottomPadding: layout.bottomPadding,
+            metrics: PageLayoutHints.Metrics(
+                fontSize: metrics.fontSize, lineHeight: metrics.lineHeight,
+                averageCharacterWidth: metrics.averageCharacterWidth, horizontalPadding: metrics.horizontalPadding,
+                verticalPadding: metrics.verticalPadding, maxWidthFraction: metrics.maxWidthFraction,
+                spacing: estimation.spacing))
+        return page
+    }
+}
+
+/// Cutting a page read with `limit=200` down to the page `limit=N` would have
+/// returned for the same anchor, for the smallest N whose estimated content
+/// covers the target height.
+enum PageFill {
+    /// Indices (into `page.messages`) of the `limit=count` page for `anchor`.
+    ///
+    /// Pages for growing limits are nested, so the smaller page is a window of
+    /// the larger one: the newest `count` rows for `newest`/`before`, the
+    /// oldest `count` (those next to the anchor) for `after`, and for
+    /// `around` the split the store makes (``PageAssembly``: half the limit,
+    /// rounded down, to newer messages, the rest to the anchor and older
+    /// ones, a short side giving its share to the other). The sizes of the
+    /// two sides follow from the dense seqs 1...last_seq.
+    static func window(of page: MessagePage, anchor: PageAnchor, count: Int) throws -> Range<Int> {
+        let rows = page.messages
+        let count = min(count, rows.count)
+        if anchor == .newest {
+            return 0..<count
+        } else if case .before = anchor {
+            return 0..<count
+        } else if case .after = anchor {
+            return (rows.count - count)..<rows.count
+        } else if case .around(let seq) = anchor {
+            let olderAvailable = max(0, min(seq, page.lastSeq))
+            let newerAvailable = max(0, page.lastSeq - seq)
+            let olderRead = Int(min(Int64(count), olderAvailable))
+            let newerRead = Int(min(Int64(count), newerAvailable))
+            let newerTake = min(newerRead, max(count / 2, count - olderRead))
+            let olderTake = min(olderRead, count - newerTake)
+            let newest = seq + Int64(newerTake)
+            let oldest = seq - Int64(olderTake) + 1
+            guard let start = rows.firstIndex(where: { $0.seq <= newest }) else { return 0..<0 }
+            let end = rows[start...].firstIndex(where: { $0.seq < oldest }) ?? rows.count
+            return start..<end
+        }
+        throw APIError.badRequest(
+            "invalid_parameter", "`limit=fill` works with `before`, `after`, `around` or no anchor.")
+    }
+
+    /// The window of the smallest page whose estimated content
+    /// (`sum(heights) + spacing * (n - 1)`) is at least `target`; the whole
+    /// page when even that falls short.
+    static func window(
+        of page: MessagePage, anchor: PageAnchor, heights: [Double], spacing: Double, covering target: Double
+    ) throws -> Range<Int> {
+        precondition(heights.count == page.messages.count)
+        guard !page.messages.isEmpty else { return 0..<0 }
+        for count in 1...page.messages.count {
+            let window = try window(of: page, anchor: anchor, count: count)
+            let content = heights[window].reduce(0, +) + spacing * Double(max(window.count - 1, 0))
+            if content >= target { return window }
+        }
+        return 0..<page.messages.count
+    }
+
+    /// `page` keeping only `window`, with its flags worked out again the way
+    /// the store defines them (seqs are dense, so the bounds tell).
+    static func page(_ page: MessagePage, keeping window: Range<Int>) -> MessagePage {
+        let rows = Array(page.messages[window])
+        guard let newest = rows.first, let oldest = rows.last else { return page }
+        // A copy, so every other field of the page (same snapshot) carries over.
+        var cut = page
+        cut.messages = rows
+        cut.hasOlder = oldest.seq > 1
+        cut.hasNewer = newest.seq < page.lastSeq
+        return cut
+    }
+}
+
+extension QueryParameters {
+    /// A decimal written with digits and at most one decimal point (`390`,
+    /// `21.5`; no sign, exponent, spaces, `nan` or `inf`), for which `isValid`
+    /// holds. Requirement is the sentence's "must be ..." part.
+    func decimal(_ name: String, requirement: String, isValid: (Double) -> Bool) throws -> Double? {
+        guard let text = try single(name) else { return nil }
+        let bytes = Array(text.utf8)
+        let digits = bytes.filter { (48...57).contains($0) }.count
+        let points = bytes.filter { $0 == 46 }.count
+        let wellFormed =
+            bytes.count <= 32 && digits + points == bytes.count && points <= 1 && bytes.first != 46
+            && bytes.last != 46
+        guard wellFormed, let value = Double(text), value.isFinite, isValid(value) else {
+            throw APIError.badRequest(
+                "invalid_parameter",
+                "`\(name)` must be \(requirement), written with digits and an optional decimal point"
+                    + " (got \"\(text.prefix(40))\").")
+        }
+        return value
+    }
+}

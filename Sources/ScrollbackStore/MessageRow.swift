@@ -1,0 +1,29 @@
+import Foundation
+import PostgresNIO
+import ScrollbackModels
+
+/// The columns of a message, selected under one alias and decoded by name, so
+/// every statement that returns messages spells and reads them the same way.
+enum MessageRow {
+    static let names = ["seq", "sender", "body", "client_id", "created_at", "version", "edited_at", "deleted"]
+
+    /// `m.seq AS m_seq, m.sender AS m_sender, ...`
+    static func columns(_ alias: String) -> String {
+        names.map { "\(alias).\($0) AS \(alias)_\($0)" }.joined(separator: ", ")
+    }
+
+    /// The message in `row` under `alias`, or nil when a LEFT JOIN found none.
+    static func decode(_ row: PostgresRandomAccessRow, alias: String, conversation: UUID) throws -> Message? {
+        guard let seq = try row["\(alias)_seq"].decode(Int64?.self) else { return nil }
+        return Message(
+            conversationId: conversation,
+            seq: seq,
+            sender: try row["\(alias)_sender"].decode(String.self),
+            body: try row["\(alias)_body"].decode(String.self),
+            clientId: try row["\(alias)_client_id"].decode(String?.self),
+            createdAt: try row["\(alias)_created_at"].decode(Date.self),
+            version: try row["\(alias)_version"].decode(Int64.self),
+            editedAt: try row["\(alias)_edited_at"].decode(Date?.self),
+            deleted: try row["\(alias)_deleted"].decode(Bool.self))
+    }
+}

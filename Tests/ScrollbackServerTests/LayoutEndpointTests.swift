@@ -1,0 +1,230 @@
+import Foundation
+import HTTPTypes
+import ScrollbackLayout
+import ScrollbackModels
+import ScrollbackServer
+import Testing
+
+/// `POST /v1/layout` over a real server, and the `scrollback layout` command's
+/// input handling, which shares the endpoint's mapping.
+@Suite struct LayoutEndpointTests {
+    static let path = "/v1/layout"
+
+    @Test func twoItemsInATallViewportArePackedAtTheTopWithExactOffsets() async throws {
+        try await TestServer.run { server in
+            let reply = try await server.request(
+                .post, Self.path, rawBody: #"{"viewport_height": 640, "item_heights": [100, 50], "spacing": 10}"#)
+            #expect(reply.status == .ok, "\(reply.text)")
+            let layout = try reply.decode(LayoutResponse.self)
+            #expect(layout.contentHeight == 160)
+            #expect(layout.bottomPadding == 480)
+            #expect(layout.isScrollable == false)
+            #expect(
+                layout.items == [
+                    .init(index: 0, offsetFromBottom: 480, offsetFromTop: 60, height: 100),
+                    .init(index: 1, offsetFromBottom: 590, offsetFromTop: 0, height: 50),
+                ])
+            #expect(layout.visible == nil && layout.loadOlder == false)
+            // `visible` is always there, null without a scroll offset.
+            let object = try #require(try JSONSerialization.jsonObject(with: reply.body) as? [String: Any])
+            #expect(
+                Set(object.keys) == ["content_height", "bottom_padding", "is_scrollable", "items", "visible", "load_older"])
+            #expect(object["visible"] is NSNull)
+            #expect(reply.headers[.contentType]?.hasPrefix("application/json") == true)
+        }
+    }
+
+    @Test func scrollOffsetGivesTheVisibleRangeAndThePrefetchSignal() async throws {
+        try await TestServer.run { server in
+            // Ten 50 pt items, viewport 100: content 500, item i spans [50i, 50i + 50].
+            func layout(offset: Double) async throws -> LayoutResponse {
+                let request = LayoutRequest(
+                    viewportHeight: 100, itemHeights: Array(repeating: 50, count: 10), scrollOffset: offset,
+                    prefetchThreshold: 100)
+                let reply = try await server.request(.post, Self.path, json: request)
+                #expect(reply.status == .ok, "\(reply.text)")
+                return try reply.decode(LayoutResponse.self)
+            }
+            let middle = try await layout(offset: 120)  // window [120, 220]; 280 below the top
+            #expect(middle.visible == .init(first: 2, last: 4))
+            #expect(middle.loadOlder == false)
+            #expect(middle.isScrollable && middle.bottomPadding == 0 && middle.contentHeight == 500)
+            let nearTop = try await layout(offset: 350)  // window [350, 450]; 50 below the top
+            #expect(nearTop.visible == .init(first: 7, last: 8))
+            #expect(nearTop.loadOlder == true)
+        }
+    }
+
+    @Test func layoutNeedsNoTokenWhileTheOtherRoutesStillDo() async throws {
+        try await TestServer.run { server in
+            let body = #"{"viewport_height": 100, "item_heights": [10]}"#
+            let anonymous = try await server.request(.post, Self.path, rawBody: body)
+            #expect(anonymous.status == .ok, "\(anonymous.text)")
+            // A bad token does not matter either: no auth runs on this route.
+            let garbage = try await server.request(
+                .post, Self.path, rawBody: body, headers: [.authorization: "Bearer not-a-token"])
+            #expect(garbage.status == .ok, "\(garbage.text)")
+            let signedIn = try await server.request(.post, Self.path, as: "alice", rawBody: body)
+            #expect(signedIn.status == .ok)
+
+            let list = try await server.request(.get, "/v1/conversations")
+            #expect(list.status == .unauthorized)
+            #expect(try list.error().error.code == "unauthorized")
+            let create = try await server.request(.post, "/v1/conversations", rawBody: #"{"members": []}"#)
+            #expect(create.status == .unauthorized)
+            let conversation = try await server.createConversation(as: "alice")
+            let page = try await server.request(.get, "/v1/conversations/\(conversation.id)/messages")
+            #expect(page.status == .unauthorized)
+        }
+    }
+
+    @Test func atMostTenThousandItems() async throws {
+        try await TestServer.run { server in
+            func body(_ count: Int) -> String {
+                #"{"viewport_height": 640, "item_heights": ["# + Array(repeating: "1", count: count).joined(separator: ",")
+                    + "]}"
+            }
+            let most = try await server.request(.post, Self.path, rawBody: body(10_000))
+            #expect(most.status == .ok)
+            #expect(try most.decode(LayoutResponse.self).items.count == 10_000)
+            let tooMany = try await server.request(.post, Self.path, rawBody: body(10_001))
+            #expect(tooMany.status == .unprocessableContent, "\(tooMany.text)")
+            let error = try tooMany.error().error
+            #expect(error.code == "too_many_items")
+            #expect(error.message.contains("10000") && error.message.contains("10001"))
+        }
+    }
+
+    @Test func invalidSizesAre422NamingTheField() async throws {
+        try await TestServer.run { server in
+            let cases: [(String, String)] = [
+                (#"{"viewport_height": 640, "item_heights": [10, -5]}"#, "item_heights[1]"),
+                (#"{"viewport_height": -1, "item_heights": [10]}"#, "viewport_height"),
+                (#"{"viewport_height": 640, "item_heights": [], "spacing": -2}"#, "spacing"),
+                (#"{"viewport_height": 640, "item_heights": [], "top_inset": -2}"#, "top_inset"),
+                (#"{"viewport_height": 640, "item_heights": [], "bottom_inset": -2}"#, "bottom_inset"),
+                (#"{"viewport_height": 640, "item_heights": [], "scroll_offset": -0.5}"#, "scroll_offset"),
+                (#"{"viewport_height": 640, "item_heights": [], "prefetch_threshold": -1}"#, "prefetch_threshold"),
+                (#"{"viewport_height": 640, "item_heights": [1e308, 1e308]}"#, "item_heights"),
+            ]
+            for (body, field) in cases {
+                let reply = try await server.request(.post, Self.path, rawBody: body)
+                #expect(reply.status == .unprocessableContent, "\(body): \(reply.text)")
+                let error = try reply.error().error
+                #expect(error.code == "invalid_layout_input", "\(body)")
+                #expect(error.message.hasPrefix(field), "\(body): \(error.message)")
+            }
+        }
+    }
+
+    @Test func malformedRequestsAre400AndOversizedBodies413() async throws {
+        try await TestServer.run { server in
+            let cases: [(String, String, String?)] = [
+                (#"{"item_heights": [10]}"#, "invalid_field", "viewport_height"),
+                (#"{"viewport_height": 640}"#, "invalid_field", "item_heights"),
+                (#"{"viewport_height": "640", "item_heights": [10]}"#, "invalid_field", "viewport_height"),
+                (#"{"viewport_height": 640, "item_heights": [10, "x"]}"#, "invalid_field", "item_heights[1]"),
+                (#"{"viewport_height": 640, "item_heights": 10}"#, "invalid_field", "item_heights"),
+                (#"{"viewport_height": 640, "item_heights": [], "spacing": true}"#, "invalid_field", "spacing"),
+                (#"{"viewport_height": null, "item_heights": []}"#, "invalid_field", "viewport_height"),
+                // Beyond Double's range: the JSON parser refuses it, so it can never arrive as infinity.
+                (#"{"viewport_height": 1e400, "item_heights": []}"#, "invalid_json", nil),
+                (#"[640]"#, "invalid_json", nil),
+                (#"{"viewport_height": 640,"#, "invalid_json", nil),
+                ("", "invalid_json", nil),
+            ]
+            for (body, code, field) in cases {
+                let reply = try await server.request(.post, Self.path, rawBody: body)
+                #expect(reply.status == .badRequest, "\(body): \(reply.text)")
+                let error = try reply.error().error
+                #expect(error.code == code, "\(body): \(error.message)")
+                if let field { #expect(error.message.contains("`\(field)`"), "\(body): \(error.message)") }
+            }
+            let huge = #"{"viewport_height": 640, "item_heights": ["# + String(repeating: "1.000000000,", count: 7_000)
+                + "1]}"
+            let tooLarge = try await server.request(.post, Self.path, rawBody: huge)
+            #expect(tooLarge.status == .contentTooLarge)
+            #expect(try tooLarge.error().error.code == "payload_too_large")
+        }
+    }
+
+    @Test func commandLineOutputIsTheEndpointsResponse() async throws {
+        let request = LayoutRequest(
+            viewportHeight: 300, itemHeights: [44, 60, 80, 120, 44, 90], spacing: 8, topInset: 4, bottomInset: 6,
+            scrollOffset: 40, prefetchThreshold: 100)
+        let printed = LayoutCommandLine.json(try LayoutCommandLine.layout(request))
+        let fromCommand = try ScrollbackJSON.decoder().decode(LayoutResponse.self, from: Data(printed.utf8))
+        #expect(printed.contains(#""offset_from_bottom""#) && printed.contains(#""load_older""#))
+        try await TestServer.run { server in
+            let reply = try await server.request(.post, Self.path, json: request)
+            #expect(reply.status == .ok)
+            let fromServer = try reply.decode(LayoutResponse.self)
+            #expect(fromCommand == fromServer)
+            #expect(fromServer.visible != nil && fromServer.contentHeight == 438 + 40 + 10)
+        }
+    }
+}
+
+/// The command's input handling, at the function level.
+@Suite struct LayoutCommandLineTests {
+    @Test func heightsFlagIsACommaSeparatedList() throws {
+        #expect(try LayoutCommandLine.parseHeights("44,60,80") == [44, 60, 80])
+        #expect(try LayoutCommandLine.parseHeights(" 44 , 60.5 ") == [44, 60.5])
+        #expect(try LayoutCommandLine.parseHeights("") == [])
+        #expect(throws: LayoutCommandLine.Failure.self) { try LayoutCommandLine.parseHeights("44,,60") }
+        #expect(throws: LayoutCommandLine.Failure.self) { try LayoutCommandLine.parseHeights("44,abc") }
+        #expect(throws: LayoutCommandLine.Failure.self) { try LayoutCommandLine.parseHeights("inf") }
+    }
+
+    @Test func flagsBuildTheRequestAndNeedAViewport() throws {
+        let options = LayoutCommandLine.Options(
+            viewport: 640, heights: "44,60", spacing: 8, topInset: 1, bottomInset: 2, scrollOffset: 3,
+            prefetchThreshold: 4)
+        let request = try LayoutCommandLine.request(options: options) {
+            Issue.record("standard input must not be read when --heights is given")
+            return Data()
+        }
+        #expect(
+            request
+                == LayoutRequest(
+                    viewportHeight: 640, itemHeights: [44, 60], spacing: 8, topInset: 1, bottomInset: 2,
+                    scrollOffset: 3, prefetchThreshold: 4))
+        #expect(LayoutInput(request) == LayoutInput(
+            viewportHeight: 640, itemHeights: [44, 60], spacing: 8, topInset: 1, bottomInset: 2, scrollOffset: 3,
+            prefetchThreshold: 4))
+        let missing = LayoutCommandLine.Options(heights: "44")
+        #expect(throws: LayoutCommandLine.Failure("--viewport is required with --heights.")) {
+            try LayoutCommandLine.request(options: missing) { Data() }
+        }
+    }
+
+    @Test func withoutHeightsTheRequestIsJSONOnStandardInputAndFlagsOverrideIt() throws {
+        let json = #"{"viewport_height": 500, "item_heights": [10, 20], "spacing": 4, "scroll_offset": 7}"#
+        let request = try LayoutCommandLine.request(options: .init(spacing: 2)) { Data(json.utf8) }
+        #expect(request == LayoutRequest(viewportHeight: 500, itemHeights: [10, 20], spacing: 2, scrollOffset: 7))
+        let resized = try LayoutCommandLine.request(options: .init(viewport: 900)) { Data(json.utf8) }
+        #expect(resized.viewportHeight == 900 && resized.spacing == 4)
+
+        #expect(throws: LayoutCommandLine.Failure.self) {
+            try LayoutCommandLine.request(options: .init()) { Data(" \n".utf8) }
+        }
+        do {
+            _ = try LayoutCommandLine.request(options: .init()) { Data(#"{"item_heights": []}"#.utf8) }
+            Issue.record("a request without viewport_height was accepted")
+        } catch {
+            #expect(error.description.contains("`viewport_height` is required"), "\(error)")
+        }
+    }
+
+    @Test func absentSizesDefaultToZeroAndBadSizesKeepTheCalculatorsMessage() throws {
+        let layout = try LayoutCommandLine.layout(LayoutRequest(viewportHeight: 100, itemHeights: [30, 30]))
+        #expect(layout.contentHeight == 60 && layout.bottomPadding == 40 && layout.visible == nil)
+        #expect(throws: LayoutCommandLine.Failure("item_heights[0] must be a finite number >= 0 (got -1.0)")) {
+            try LayoutCommandLine.layout(LayoutRequest(viewportHeight: 100, itemHeights: [-1]))
+        }
+        #expect(throws: LayoutCommandLine.Failure.self) {
+            try LayoutCommandLine.layout(
+                LayoutRequest(viewportHeight: 100, itemHeights: Array(repeating: 1, count: 10_001)))
+        }
+    }
+}

@@ -1,0 +1,151 @@
+import Foundation
+import ScrollbackModels
+import ScrollbackStore
+import ScrollbackTestSupport
+import Testing
+
+/// A client holds a window of history, the conversation changes (sends,
+/// edits, deletes, sometimes concurrently), and the client applies
+/// `changes(since:)` to its window: it must end with exactly what a fresh
+/// fetch of the same window returns.
+@Suite struct WindowRevalidationTests {
+    /// SplitMix64: a small seeded generator, so a failing seed can be replayed.
+    struct SeededGenerator: RandomNumberGenerator {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+    }
+
+    static let users = ["alice", "bob", "carol"]
+
+    enum Operation: Sendable {
+        case send(from: String)
+        case edit(seq: Int64, by: String)
+        case delete(seq: Int64, by: String)
+    }
+
+    static func operations(count: Int, knownSeqs: Int64, using rng: inout SeededGenerator) -> [Operation] {
+        var seqs = knownSeqs
+        return (0..<count).map { _ in
+            let user = users.randomElement(using: &rng)!
+            switch Int.random(in: 0..<10, using: &rng) {
+            case 0..<4:
+                seqs += 1
+                return .send(from: user)
+            case 4..<7:
+                return .edit(seq: Int64.random(in: 1...max(seqs, 1), using: &rng), by: user)
+            default:
+                return .delete(seq: Int64.random(in: 1...max(seqs, 1), using: &rng), by: user)
+            }
+        }
+    }
+
+    /// Runs an operation; refusals (not the sender, already deleted, ...) are
+    /// normal outcomes here. Returns whether it changed something.
+    static func run(_ operation: Operation, in id: UUID, store: ScrollbackStore, tag: Int) async throws -> Bool {
+        do {
+            switch operation {
+            case .send(let user):
+                _ = try await store.send(to: id, from: user, body: "sent \(tag) by \(user)", clientID: nil)
+            case .edit(let seq, let user):
+                _ = try await store.edit(seq, in: id, by: user, body: "edit \(tag) by \(user)")
+            case .delete(let seq, let user):
+                if case .alreadyDeleted = try await store.delete(seq, in: id, by: user) { return false }
+            }
+            return true
+        } catch let error as StoreError {
+            switch error {
+            case .forbidden, .messageDeleted, .messageNotFound: return false
+            default: throw error
+            }
+        }
+    }
+
+    static func randomAnchor(lastSeq: Int64, using rng: inout SeededGenerator) -> PageAnchor {
+        let seq = Int64.random(in: 1...max(lastSeq, 1), using: &rng)
+        switch Int.random(in: 0..<4, using: &rng) {
+        case 0: return .newest
+        case 1: return .before(seq + 1)
+        case 2: return .after(seq - 1)
+        default: return .around(seq)
+        }
+    }
+
+    static let seeds: [UInt64] = Array(1...40)
+
+    @Test(arguments: seeds)
+    func applyingChangesToAWindowEqualsAFreshFetch(seed: UInt64) async throws {
+        var rng = SeededGenerator(state: seed)
+        let concurrent = seed % 3 == 0
+        try await TestDatabase.withStore(maximumConnections: concurrent ? 8 : 2) { store in
+            let id = try await store.createConversation(creator: "alice", title: nil, members: ["bob", "carol"]).id
+            let initial = Int.random(in: 1...60, using: &rng)
+            for index in 0..<initial {
+                _ = try await store.send(to: id, from: Self.users[index % 3], body: "initial \(index)", clientID: nil)
+            }
+            // Some history already edited and deleted before the snapshot.
+            for operation in Self.operations(count: 10, knownSeqs: Int64(initial), using: &rng) {
+                _ = try await Self.run(operation, in: id, store: store, tag: -1)
+            }
+            let lastSeq = try await store.conversation(id, for: "alice").lastSeq
+            let anchor = Self.randomAnchor(lastSeq: lastSeq, using: &rng)
+            let snapshot = try await store.page(
+                of: id, for: "bob", anchor: anchor, limit: Int.random(in: 1...30, using: &rng))
+            try #require(!snapshot.messages.isEmpty)
+            var window = snapshot.messages
+            let range = window.last!.seq...window.first!.seq
+
+            let operations = Self.operations(
+                count: Int.random(in: 10...80, using: &rng), knownSeqs: lastSeq, using: &rng)
+            var changed = 0
+            if concurrent {
+                changed = try await withThrowingTaskGroup(of: Int.self) { group in
+                    for (lane, slice) in stride(from: 0, to: operations.count, by: 10).enumerated() {
+                        let mine = Array(operations[slice..<min(slice + 10, operations.count)])
+                        group.addTask {
+                            var count = 0
+                            for (index, operation) in mine.enumerated() where try await Self.run(
+                                operation, in: id, store: store, tag: lane * 100 + index)
+                            {
+                                count += 1
+                            }
+                            return count
+                        }
+                    }
+                    return try await group.reduce(0, +)
+                }
+            } else {
+                for (index, operation) in operations.enumerated()
+                where try await Self.run(operation, in: id, store: store, tag: index) {
+                    changed += 1
+                }
+            }
+
+            // Revalidate with pages of changes of a random size.
+            var since = snapshot.version
+            var more = true
+            while more {
+                let changes = try await store.changes(
+                    in: id, for: "bob", since: since, limit: Int.random(in: 1...25, using: &rng))
+                for message in changes.messages where range.contains(message.seq) {
+                    window[Int(range.upperBound - message.seq)] = message
+                }
+                #expect(changes.version >= since)
+                since = changes.version
+                more = changes.hasMore
+            }
+
+            let fresh = try await store.page(
+                of: id, for: "bob", anchor: .after(range.lowerBound - 1), limit: range.count)
+            #expect(window == fresh.messages, "seed \(seed): \(anchor), window \(range)")
+            // Versions are dense: every change took exactly one.
+            #expect(fresh.version == snapshot.version + Int64(changed), "seed \(seed)")
+            #expect(since == fresh.version)
+        }
+    }
+}
