@@ -85,6 +85,10 @@ let package = Package(
             ]
         ),
         .testTarget(
+            name: "ScrollbackEmbeddedPostgresTests",
+            dependencies: ["ScrollbackEmbeddedPostgres"]
+        ),
+        .testTarget(
             name: "ScrollbackStoreTests",
             dependencies: ["ScrollbackStore", "ScrollbackTestSupport"]
         ),

@@ -235,13 +235,16 @@ public struct EmbeddedPostgres: Sendable {
     // MARK: - Helpers
 
     /// The folder holding `initdb`, `pg_ctl` and `postgres`.
-    public static func findServerBinaries() throws -> String {
+    public static func findServerBinaries(
+        searchPath: String = ProcessInfo.processInfo.environment["PATH"] ?? "",
+        versionsFolder: String = "/usr/lib/postgresql"
+    ) throws -> String {
         func hasServer(_ directory: String) -> Bool {
             ["initdb", "pg_ctl", "postgres"].allSatisfy {
                 FileManager.default.isExecutableFile(atPath: directory + "/" + $0)
             }
         }
-        let path = ProcessInfo.processInfo.environment["PATH"] ?? ""
+        let path = searchPath
         for directory in path.split(separator: ":").map(String.init) where hasServer(directory) {
             // PATH may hold links to a few of the programs (initdb, pg_ctl,
             // postgres); the folder they point into has all of them (createdb).
@@ -255,9 +258,9 @@ public struct EmbeddedPostgres: Sendable {
             let directory = result.output.trimmingCharacters(in: .whitespacesAndNewlines)
             if hasServer(directory) { return directory }
         }
-        let versions = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? []
+        let versions = (try? FileManager.default.contentsOfDirectory(atPath: versionsFolder)) ?? []
         for version in versions.sorted(by: { (Int($0) ?? 0) > (Int($1) ?? 0) }) {
-            let directory = "/usr/lib/postgresql/\(version)/bin"
+            let directory = "\(versionsFolder)/\(version)/bin"
             if hasServer(directory) { return directory }
         }
         throw LaunchError(

@@ -9,12 +9,7 @@ struct Migrate: AsyncParsableCommand {
 
     func run() async throws {
         let logger = Environment.logger("scrollback")
-        let database: (url: DatabaseURL, embedded: (EmbeddedPostgres, EmbeddedPostgres.Running)?)
-        do {
-            database = try Environment.database(logger: logger)
-        } catch let failure as Environment.Failure {
-            throw ValidationError(failure.description)
-        }
+        let database = try Environment.database(logger: logger)
         defer { if let (launcher, running) = database.embedded { launcher.stop(running) } }
         let client = PostgresClient(configuration: try database.url.clientConfiguration(), backgroundLogger: logger)
         let store = ScrollbackStore(client: client, logger: logger, queryTimeout: Environment.queryTimeout)

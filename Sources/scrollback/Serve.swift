@@ -18,21 +18,15 @@ struct Serve: AsyncParsableCommand {
 
     func run() async throws {
         let logger = Environment.logger("scrollback")
-        do {
-            let secret = try Environment.jwtSecret()
-            let database = try Environment.database(logger: logger)
-            defer { if let (launcher, running) = database.embedded { launcher.stop(running) } }
-            logger.info("using database", metadata: ["url": "\(database.url.redacted)"])
-            let client = PostgresClient(configuration: try database.url.clientConfiguration(), backgroundLogger: logger)
-            let store = ScrollbackStore(client: client, logger: logger, queryTimeout: Environment.queryTimeout)
-            let app = try await buildApplication(
-                configuration: ServerConfiguration(host: host, port: port, jwtSecret: secret),
-                store: store, logger: logger)
-            try await app.runService()
-        } catch let failure as Environment.Failure {
-            throw ValidationError(failure.description)
-        } catch let weak as TokenAuthority.WeakSecret {
-            throw ValidationError(weak.description)
-        }
+        let secret = try Environment.jwtSecret()
+        let database = try Environment.database(logger: logger)
+        defer { if let (launcher, running) = database.embedded { launcher.stop(running) } }
+        logger.info("using database", metadata: ["url": "\(database.url.redacted)"])
+        let client = PostgresClient(configuration: try database.url.clientConfiguration(), backgroundLogger: logger)
+        let store = ScrollbackStore(client: client, logger: logger, queryTimeout: Environment.queryTimeout)
+        let app = try await buildApplication(
+            configuration: ServerConfiguration(host: host, port: port, jwtSecret: secret),
+            store: store, logger: logger)
+        try await app.runService()
     }
 }

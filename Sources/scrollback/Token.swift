@@ -18,14 +18,7 @@ struct Token: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let secret: String
-        do {
-            secret = try Environment.jwtSecret()
-            print(try await TokenAuthority(secret: secret).token(for: user, ttl: Double(ttl)))
-        } catch let failure as Environment.Failure {
-            throw ValidationError(failure.description)
-        } catch let weak as TokenAuthority.WeakSecret {
-            throw ValidationError(weak.description)
-        }
+        let secret = try Environment.jwtSecret()
+        print(try await TokenAuthority(secret: secret).token(for: user, ttl: Double(ttl)))
     }
 }
