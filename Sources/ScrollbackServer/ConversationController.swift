@@ -52,7 +52,7 @@ struct ConversationController {
     @Sendable func removeMember(_ request: Request, context: ScrollbackRequestContext) async throws -> Response {
         let user = try context.requireUser()
         let id = try Self.conversationID(context)
-        let member = try Validation.userID(context.parameters.get("user_id") ?? "", field: "user_id")
+        let member = try Validation.userID(context.pathParameter("user_id") ?? "", field: "user_id")
         try await store.removeMember(member, from: id, by: user)
         return Response(status: .noContent)
     }
@@ -70,7 +70,7 @@ struct ConversationController {
 
     /// A path id that is not a UUID names no conversation: the same 404.
     static func conversationID(_ context: ScrollbackRequestContext) throws -> UUID {
-        guard let text = context.parameters.get("id"), let id = UUID(uuidString: text) else {
+        guard let text = context.pathParameter("id"), let id = UUID(uuidString: text) else {
             throw APIError.conversationNotFound
         }
         return id

@@ -42,7 +42,7 @@ struct MessageChangeController {
     /// for any seq that does not exist.
     static func messageAddress(_ context: ScrollbackRequestContext) throws -> (UUID, Int64) {
         let id = try ConversationController.conversationID(context)
-        guard let text = context.parameters.get("seq"), text.utf8.allSatisfy({ (48...57).contains($0) }),
+        guard let text = context.pathParameter("seq"), text.utf8.allSatisfy({ (48...57).contains($0) }),
             let seq = Int64(text), seq >= 1
         else {
             throw APIError(StoreError.messageNotFound)

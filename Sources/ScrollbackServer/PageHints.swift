@@ -158,7 +158,10 @@ enum PageFill {
             return 0..<count
         } else if case .after = anchor {
             return (rows.count - count)..<rows.count
-        } else if case .around(let seq) = anchor {
+        } else if case .around(let requested) = anchor {
+            // Around a seq beyond the newest, the page is the newest messages:
+            // measure the split from the newest, as the store does.
+            let seq = min(requested, page.lastSeq)
             let olderAvailable = max(0, min(seq, page.lastSeq))
             let newerAvailable = max(0, page.lastSeq - seq)
             let olderRead = Int(min(Int64(count), olderAvailable))

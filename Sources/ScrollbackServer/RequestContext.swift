@@ -1,3 +1,4 @@
+import Foundation
 import Hummingbird
 
 /// Per-request state: who is calling, once the bearer token checked out.
@@ -9,6 +10,13 @@ public struct ScrollbackRequestContext: RequestContext {
     public init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)
         self.userID = nil
+    }
+
+    /// A path parameter, percent-decoded (`bob%40example.com` is
+    /// `bob@example.com`, as a browser's `encodeURIComponent` writes it).
+    func pathParameter(_ name: String) -> String? {
+        guard let raw = parameters.get(name) else { return nil }
+        return raw.removingPercentEncoding ?? raw
     }
 
     /// The caller on routes behind `AuthMiddleware`.

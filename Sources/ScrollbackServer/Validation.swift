@@ -2,6 +2,10 @@ import ScrollbackModels
 
 /// Checks on what a client sends, made before anything reaches SQL. Each
 /// failure is a 422 whose message says what to fix.
+///
+/// Lengths count Unicode code points, as JSON Schema's `maxLength` does: a
+/// count of grapheme clusters would let one "character" carry any number of
+/// combining marks.
 enum Validation {
     static let maxBodyCharacters = 4_000
     static let maxTitleCharacters = 200
@@ -15,17 +19,18 @@ enum Validation {
         if body.allSatisfy(\.isWhitespace) {
             throw APIError.unprocessable("invalid_message_body", "Field `body` must contain some text, not only whitespace.")
         }
-        if body.count > maxBodyCharacters {
+        let length = body.unicodeScalars.count
+        if length > maxBodyCharacters {
             throw APIError.unprocessable(
                 "invalid_message_body",
-                "Field `body` must be at most \(maxBodyCharacters) characters (it has \(body.count)).")
+                "Field `body` must be at most \(maxBodyCharacters) characters, counted as Unicode code points (it has \(length)).")
         }
         return body
     }
 
     static func clientID(_ clientID: String?) throws -> String? {
         guard let clientID else { return nil }
-        let length = clientID.count
+        let length = clientID.unicodeScalars.count
         guard (1...maxClientIDCharacters).contains(length),
             !clientID.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
         else {
@@ -41,9 +46,11 @@ enum Validation {
         if title.unicodeScalars.contains("\u{0}") {
             throw APIError.unprocessable("invalid_title", "Field `title` must not contain the NUL character (U+0000).")
         }
-        if title.count > maxTitleCharacters {
+        let length = title.unicodeScalars.count
+        if length > maxTitleCharacters {
             throw APIError.unprocessable(
-                "invalid_title", "Field `title` must be at most \(maxTitleCharacters) characters (it has \(title.count)).")
+                "invalid_title",
+                "Field `title` must be at most \(maxTitleCharacters) characters, counted as Unicode code points (it has \(length)).")
         }
         return title
     }
@@ -57,6 +64,10 @@ enum Validation {
 
     static func members(_ members: [String]?, creator: String) throws -> [String] {
         let members = members ?? []
+        if members.count > maxMembers {
+            throw APIError.unprocessable(
+                "too_many_members", "Field `members` can list at most \(maxMembers) user ids (it lists \(members.count)).")
+        }
         for (index, member) in members.enumerated() {
             _ = try userID(member, field: "members[\(index)]")
         }

@@ -147,65 +147,86 @@ extension ScrollbackStore {
     /// Adds `user` to the conversation; any member may add. Adding someone who
     /// is already a member changes nothing.
     public func addMember(_ user: String, to id: UUID, by actor: String) async throws -> Conversation {
-        let outcome = try await withStoreErrors {
-            let rows = try await client.query(
-                """
-                WITH c AS (
-                    SELECT id FROM conversations
-                    WHERE id = \(id)
-                      AND EXISTS (SELECT 1 FROM members WHERE conversation_id = \(id) AND user_id = \(actor))
-                    FOR UPDATE
-                ), ins AS (
-                    INSERT INTO members (conversation_id, user_id)
-                    SELECT c.id, \(user) FROM c
-                    WHERE (SELECT count(*) FROM members WHERE conversation_id = c.id) < \(Self.memberLimit)
-                    ON CONFLICT (conversation_id, user_id) DO NOTHING
-                    RETURNING user_id
-                )
-                SELECT (SELECT count(*) FROM c),
-                       (SELECT count(*) FROM ins),
-                       EXISTS (SELECT 1 FROM members WHERE conversation_id = \(id) AND user_id = \(user))
-                """,
-                logger: logger)
-            for try await row in rows.decode((Int64, Int64, Bool).self) { return row }
-            throw StoreError.unavailable
+        let outcome: MembershipChange = try await withStoreErrors {
+            try await client.withTransaction(logger: logger) { connection in
+                guard try await lockConversation(id, member: actor, on: connection) != nil else { return .notVisible }
+                // A statement after the lock sees every membership change
+                // committed before it: the count and the conflict are exact.
+                let rows = try await connection.query(
+                    """
+                    WITH ins AS (
+                        INSERT INTO members (conversation_id, user_id)
+                        SELECT \(id), \(user)
+                        WHERE (SELECT count(*) FROM members WHERE conversation_id = \(id)) < \(Self.memberLimit)
+                        ON CONFLICT (conversation_id, user_id) DO NOTHING
+                        RETURNING user_id
+                    )
+                    SELECT (SELECT count(*) FROM ins),
+                           EXISTS (SELECT 1 FROM members WHERE conversation_id = \(id) AND user_id = \(user))
+                    """,
+                    logger: logger)
+                for try await (inserted, wasMember) in rows.decode((Int64, Bool).self) {
+                    return inserted == 1 || wasMember ? .done : .full
+                }
+                return .full
+            }
         }
-        let (found, inserted, wasMember) = outcome
-        guard found == 1 else { throw StoreError.conversationNotFound }
-        if inserted == 0 && !wasMember { throw StoreError.conversationFull(limit: Self.memberLimit) }
-        return try await conversation(id, for: actor)
+        switch outcome {
+        case .notVisible: throw StoreError.conversationNotFound
+        case .full: throw StoreError.conversationFull(limit: Self.memberLimit)
+        default: return try await conversation(id, for: actor)
+        }
     }
 
     /// Removes `user` from the conversation. A member may remove themself; the
     /// creator may remove anyone.
     public func removeMember(_ user: String, from id: UUID, by actor: String) async throws {
-        let outcome = try await withStoreErrors {
-            let rows = try await client.query(
-                """
-                WITH c AS (
-                    SELECT id, created_by FROM conversations
-                    WHERE id = \(id)
-                      AND EXISTS (SELECT 1 FROM members WHERE conversation_id = \(id) AND user_id = \(actor))
-                    FOR UPDATE
-                ), del AS (
-                    DELETE FROM members m USING c
-                    WHERE m.conversation_id = c.id AND m.user_id = \(user)
-                      AND (\(actor) = \(user) OR c.created_by = \(actor))
-                    RETURNING m.user_id
-                )
-                SELECT (SELECT count(*) FROM c),
-                       (SELECT count(*) FROM del),
-                       EXISTS (SELECT 1 FROM members WHERE conversation_id = \(id) AND user_id = \(user))
-                """,
-                logger: logger)
-            for try await row in rows.decode((Int64, Int64, Bool).self) { return row }
-            throw StoreError.unavailable
+        let outcome: MembershipChange = try await withStoreErrors {
+            try await client.withTransaction(logger: logger) { connection in
+                guard let creator = try await lockConversation(id, member: actor, on: connection) else {
+                    return .notVisible
+                }
+                guard actor == user || creator == actor else {
+                    let rows = try await connection.query(
+                        "SELECT EXISTS (SELECT 1 FROM members WHERE conversation_id = \(id) AND user_id = \(user))",
+                        logger: logger)
+                    for try await isMember in rows.decode(Bool.self) { return isMember ? .forbidden : .notAMember }
+                    return .notAMember
+                }
+                let rows = try await connection.query(
+                    "DELETE FROM members WHERE conversation_id = \(id) AND user_id = \(user) RETURNING user_id",
+                    logger: logger)
+                for try await _ in rows { return .done }
+                return .notAMember
+            }
         }
-        let (found, deleted, wasMember) = outcome
-        guard found == 1 else { throw StoreError.conversationNotFound }
-        if deleted == 1 { return }
-        guard wasMember else { throw StoreError.memberNotFound }
-        throw StoreError.forbidden("Only the conversation's creator can remove other members; a member can remove themself.")
+        switch outcome {
+        case .done: return
+        case .notVisible: throw StoreError.conversationNotFound
+        case .notAMember: throw StoreError.memberNotFound
+        default:
+            throw StoreError.forbidden(
+                "Only the conversation's creator can remove other members; a member can remove themself.")
+        }
+    }
+
+    private enum MembershipChange: Sendable {
+        case done, notVisible, full, notAMember, forbidden
+    }
+
+    /// Locks the conversation row for the rest of the transaction, when
+    /// `member` belongs to it; returns its creator.
+    private func lockConversation(_ id: UUID, member: String, on connection: PostgresConnection) async throws -> String? {
+        let rows = try await connection.query(
+            """
+            SELECT created_by FROM conversations
+            WHERE id = \(id)
+              AND EXISTS (SELECT 1 FROM members WHERE conversation_id = \(id) AND user_id = \(member))
+            FOR UPDATE
+            """,
+            logger: logger)
+        for try await creator in rows.decode(String.self) { return creator }
+        return nil
     }
 }
 

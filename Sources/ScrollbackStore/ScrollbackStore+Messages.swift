@@ -41,8 +41,9 @@ extension ScrollbackStore {
         } catch let error as PSQLError where error.sqlState == "23505" && clientID != nil {
             // The client_id was used before. The failed statement rolled back
             // whole, counters included, so no seq was spent.
-            let original = try await messageWithClientID(clientID!, in: id, from: sender)
-            guard original.body == body && !original.deleted else { throw StoreError.idempotencyConflict }
+            let (original, sameBody) = try await messageWithClientID(clientID!, in: id, from: sender, body: body)
+            // A deleted message is the retry's outcome too: resending must not bring it back.
+            guard sameBody || original.deleted else { throw StoreError.idempotencyConflict }
             return .replayed(original)
         }
     }
@@ -58,8 +59,10 @@ extension ScrollbackStore {
                       AND EXISTS (SELECT 1 FROM members WHERE conversation_id = \(id) AND user_id = \(sender))
                     RETURNING id, last_seq, version
                 )
-                INSERT INTO messages AS m (conversation_id, seq, sender, body, client_id, version)
-                SELECT id, last_seq, \(sender), \(body), \(clientID), version FROM c
+                INSERT INTO messages AS m (conversation_id, seq, sender, body, client_id, version, sent_body_hash)
+                SELECT id, last_seq, \(sender), \(body), \(clientID), version,
+                       CASE WHEN \(clientID)::text IS NULL THEN NULL ELSE md5(\(body)) END
+                FROM c
                 RETURNING \(unescaped: MessageRow.columns("m"))
                 """,
                 logger: logger)
@@ -67,16 +70,29 @@ extension ScrollbackStore {
         }
     }
 
-    private func messageWithClientID(_ clientID: String, in id: UUID, from sender: String) async throws -> Message {
+    /// The message sent earlier with this client_id, and whether `body` is
+    /// what was sent then (byte for byte; for messages stored before the
+    /// hash was kept, compared with the current body).
+    private func messageWithClientID(
+        _ clientID: String, in id: UUID, from sender: String, body: String
+    ) async throws -> (Message, sameBody: Bool) {
         try await withStoreErrors {
             let rows = try await client.query(
                 """
-                SELECT \(unescaped: MessageRow.columns("m")) FROM messages m
+                SELECT \(unescaped: MessageRow.columns("m")),
+                       COALESCE(m.sent_body_hash = md5(\(body)), m.body = \(body)) AS same_body
+                FROM messages m
                 WHERE m.conversation_id = \(id) AND m.sender = \(sender) AND m.client_id = \(clientID)
                   AND EXISTS (SELECT 1 FROM members WHERE conversation_id = \(id) AND user_id = \(sender))
                 """,
                 logger: logger)
-            return try await firstMessage(rows, conversation: id) ?? { throw StoreError.conversationNotFound }()
+            for try await row in rows {
+                let columns = row.makeRandomAccess()
+                if let message = try MessageRow.decode(columns, alias: "m", conversation: id) {
+                    return (message, try columns["same_body"].decode(Bool.self))
+                }
+            }
+            throw StoreError.conversationNotFound
         }
     }
 
@@ -143,6 +159,7 @@ extension ScrollbackStore {
                 SET version = c.version,
                     body = \(body),
                     deleted = \(deleting),
+                    sent_body_hash = CASE WHEN \(deleting) THEN NULL ELSE m.sent_body_hash END,
                     edited_at = CASE WHEN \(deleting) THEN m.edited_at ELSE clock_timestamp() END
                 FROM c
                 WHERE m.conversation_id = \(id) AND m.seq = \(seq)
@@ -228,6 +245,9 @@ extension ScrollbackStore {
     /// or after `time`, or the newest when none is (nil while the
     /// conversation is empty).
     public func seq(at time: Date, in id: UUID, for user: String) async throws -> Int64? {
+        // The driver cannot encode dates far outside PostgreSQL's range (it
+        // traps); nothing is stored outside years 1...9999 anyway.
+        let time = min(max(time, Date(timeIntervalSince1970: -62_135_596_800)), Date(timeIntervalSince1970: 253_402_300_799))
         let found: (Int64, Int64?)? = try await withStoreErrors {
             let rows = try await client.query(
                 """

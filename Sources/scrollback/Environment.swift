@@ -17,8 +17,13 @@ enum Environment {
         return url
     }
 
-    static var queryTimeout: Duration {
-        .milliseconds(Int((Double(values["SCROLLBACK_DB_TIMEOUT"] ?? "") ?? 5) * 1000))
+    /// `SCROLLBACK_DB_TIMEOUT`: seconds, more than 0 and at most 3600 (default 5).
+    static func queryTimeout() throws -> Duration {
+        guard let text = values["SCROLLBACK_DB_TIMEOUT"], !text.isEmpty else { return .seconds(5) }
+        guard let seconds = Double(text), seconds.isFinite, seconds > 0, seconds <= 3600 else {
+            throw Failure(description: "SCROLLBACK_DB_TIMEOUT must be a number of seconds above 0 and at most 3600 (got \(text)).")
+        }
+        return .milliseconds(Int(seconds * 1000))
     }
 
     static func logger(_ label: String) -> Logger {

@@ -9,10 +9,11 @@ struct Migrate: AsyncParsableCommand {
 
     func run() async throws {
         let logger = Environment.logger("scrollback")
+        let queryTimeout = try Environment.queryTimeout()
         let database = try Environment.database(logger: logger)
         defer { if let (launcher, running) = database.embedded { launcher.stop(running) } }
         let client = PostgresClient(configuration: try database.url.clientConfiguration(), backgroundLogger: logger)
-        let store = ScrollbackStore(client: client, logger: logger, queryTimeout: Environment.queryTimeout)
+        let store = ScrollbackStore(client: client, logger: logger, queryTimeout: queryTimeout)
         let applied = try await withThrowingTaskGroup(of: [String]?.self) { group in
             group.addTask {
                 await client.run()

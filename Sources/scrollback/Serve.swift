@@ -19,11 +19,12 @@ struct Serve: AsyncParsableCommand {
     func run() async throws {
         let logger = Environment.logger("scrollback")
         let secret = try Environment.jwtSecret()
+        let queryTimeout = try Environment.queryTimeout()
         let database = try Environment.database(logger: logger)
         defer { if let (launcher, running) = database.embedded { launcher.stop(running) } }
         logger.info("using database", metadata: ["url": "\(database.url.redacted)"])
         let client = PostgresClient(configuration: try database.url.clientConfiguration(), backgroundLogger: logger)
-        let store = ScrollbackStore(client: client, logger: logger, queryTimeout: Environment.queryTimeout)
+        let store = ScrollbackStore(client: client, logger: logger, queryTimeout: queryTimeout)
         let app = try await buildApplication(
             configuration: ServerConfiguration(host: host, port: port, jwtSecret: secret),
             store: store, logger: logger)

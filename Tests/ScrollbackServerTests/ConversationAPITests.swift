@@ -62,6 +62,9 @@ import Testing
         try await TestServer.run { server in
             let conversation = try await server.createConversation(as: "alice", members: ["bob"])
             let membersPath = "/v1/conversations/\(conversation.id)/members"
+            // A percent-encoded id in the path is the same id (encodeURIComponent writes @ as %40).
+            _ = try await server.request(.post, membersPath, as: "bob", json: AddMemberRequest(userId: "erin@example.com"))
+            #expect(try await server.request(.delete, "\(membersPath)/erin%40example.com", as: "alice").status == .noContent)
             let added = try await server.request(.post, membersPath, as: "bob", json: AddMemberRequest(userId: "dave"))
             #expect(added.status == .ok)
             #expect(try added.decode(Conversation.self).members == ["alice", "bob", "dave"])

@@ -169,7 +169,10 @@ import Testing
             let id = try await Self.conversation(server, messages: 80)
             // Several screen sizes, so that both odd and even counts occur
             // (around an anchor, an odd page splits unevenly).
-            let anchors = ["", "&before=60", "&after=10", "&around=40", "&around=78", "&around=3", "&after=70"]
+            let anchors = [
+                "", "&before=60", "&after=10", "&around=40", "&around=78", "&around=3", "&after=70", "&around=1000",
+                "&before=1000",
+            ]
             for (viewport, anchor) in [300.0, 420, 555].flatMap({ size in anchors.map { (size, $0) } }) {
                 let hints = "viewport_height=\(Int(viewport))&viewport_width=390"
                 let reply = try await Self.page(server, id, "limit=fill&\(hints)\(anchor)")

@@ -33,8 +33,16 @@ import Testing
                 #expect(error.error.code == code, "\(name)")
                 #expect(!error.error.message.isEmpty)
             }
-            // Exactly 4,000 characters (multi-scalar characters count once) is fine.
-            let longest = String(repeating: "👍🏽", count: 4000)
+            // Lengths count code points: one grapheme carrying thousands of
+            // combining marks is long, not one character.
+            let combining = "a" + String(repeating: "\u{0301}", count: 4000)
+            #expect(try await server.send(combining, to: conversation.id, as: "alice").status == .unprocessableContent)
+            let longID = "a" + String(repeating: "\u{0300}", count: 20_000)
+            let idReply = try await server.send("hi", to: conversation.id, as: "alice", clientID: longID)
+            #expect(idReply.status == .unprocessableContent)
+            #expect(try idReply.error().error.code == "invalid_client_id")
+            // Exactly 4,000 code points is fine.
+            let longest = String(repeating: "👍", count: 4000)
             #expect(try await server.send(longest, to: conversation.id, as: "alice").status == .created)
             let page = try await server.request(.get, path, as: "alice").decode(MessagePage.self)
             #expect(page.messages.map(\.seq) == [2, 1])
@@ -53,6 +61,8 @@ import Testing
                 ("invalid member id", #"{"members": ["bob", "no spaces"]}"#, .unprocessableContent, "invalid_user_id"),
                 ("empty member id", #"{"members": [""]}"#, .unprocessableContent, "invalid_user_id"),
                 ("too many members", #"{"members": [\#((0..<1000).map { "\"u\($0)\"" }.joined(separator: ","))]}"#, .unprocessableContent, "too_many_members"),
+                ("over 1,000 ids listed", #"{"members": [\#(Array(repeating: "\"bob\"", count: 1001).joined(separator: ","))]}"#, .unprocessableContent, "too_many_members"),
+                ("title of combining marks", #"{"title": "t\#(String(repeating: "\\u0301", count: 200))"}"#, .unprocessableContent, "invalid_title"),
             ]
             for (name, body, status, code) in cases {
                 let reply = try await server.request(.post, "/v1/conversations", as: "alice", rawBody: body)

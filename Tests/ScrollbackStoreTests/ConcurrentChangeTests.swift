@@ -45,3 +45,53 @@ import Testing
         }
     }
 }
+
+@Suite struct ConcurrentMembershipTests {
+    @Test func concurrentAddsAndRemovesOfOneMemberAgreeWithEachOther() async throws {
+        try await TestDatabase.withStore(maximumConnections: 10) { store in
+            let id = try await store.createConversation(creator: "alice", title: nil, members: ["bob"]).id
+            let added = try await withThrowingTaskGroup(of: [String].self) { group in
+                for _ in 0..<30 { group.addTask { try await store.addMember("dave", to: id, by: "bob").members } }
+                return try await group.reduce(into: [[String]]()) { $0.append($1) }
+            }
+            #expect(added.allSatisfy { $0 == ["alice", "bob", "dave"] })
+            let removals = try await withThrowingTaskGroup(of: String.self) { group in
+                for _ in 0..<30 {
+                    group.addTask {
+                        do {
+                            try await store.removeMember("dave", from: id, by: "alice")
+                            return "removed"
+                        } catch let error as StoreError {
+                            return "\(error)"
+                        }
+                    }
+                }
+                return try await group.reduce(into: [String]()) { $0.append($1) }
+            }
+            #expect(removals.filter { $0 == "removed" }.count == 1)
+            #expect(removals.filter { $0 != "removed" }.allSatisfy { $0 == "memberNotFound" })
+        }
+    }
+
+    @Test func concurrentAddsNeverPassTheMemberLimit() async throws {
+        try await TestDatabase.withStore(maximumConnections: 10) { store in
+            let others = (1..<(ScrollbackStore.memberLimit - 1)).map { "user\($0)" }
+            let id = try await store.createConversation(creator: "alice", title: nil, members: others).id
+            let outcomes = try await withThrowingTaskGroup(of: Bool.self) { group in
+                for index in 0..<8 {
+                    group.addTask {
+                        do {
+                            _ = try await store.addMember("late\(index)", to: id, by: "alice")
+                            return true
+                        } catch StoreError.conversationFull {
+                            return false
+                        }
+                    }
+                }
+                return try await group.reduce(into: [Bool]()) { $0.append($1) }
+            }
+            #expect(outcomes.filter { $0 }.count == 1)
+            #expect(try await store.conversation(id, for: "alice").members.count == ScrollbackStore.memberLimit)
+        }
+    }
+}

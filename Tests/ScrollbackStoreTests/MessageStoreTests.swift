@@ -188,6 +188,28 @@ import Testing
         }
     }
 
+    @Test func aRetryOfTheOriginalSendStillReplaysAfterAnEditOrADelete() async throws {
+        try await TestDatabase.withStore { store in
+            let id = try await conversation(with: 0, in: store)
+            _ = try await store.send(to: id, from: "alice", body: "first draft", clientID: "k-1")
+            let edited = try await store.edit(1, in: id, by: "alice", body: "second thoughts")
+            // The retry carries what was sent, not the edit: a replay, answered with the message as it is now.
+            #expect(try await store.send(to: id, from: "alice", body: "first draft", clientID: "k-1") == .replayed(edited))
+            // Only what was sent with that key matches it.
+            await #expect(throws: StoreError.idempotencyConflict) {
+                try await store.send(to: id, from: "alice", body: "second thoughts", clientID: "k-1")
+            }
+            // After a delete the retry gets the tombstone: resending never brings a message back.
+            let tombstone = try await store.delete(1, in: id, by: "alice").message
+            #expect(try await store.send(to: id, from: "alice", body: "first draft", clientID: "k-1") == .replayed(tombstone))
+            #expect(try await store.conversation(id, for: "alice").lastSeq == 1)
+            // Nothing derived from the erased body stays stored.
+            let hashes = try await store.client.query("SELECT count(sent_body_hash) FROM messages").decode(Int.self)
+                .reduce(0) { $0 + $1 }
+            #expect(hashes == 0)
+        }
+    }
+
     @Test func concurrentDuplicateSendsStoreOneMessage() async throws {
         try await TestDatabase.withStore(maximumConnections: 10) { store in
             let id = try await conversation(with: 0, in: store)
