@@ -86,10 +86,17 @@ public struct EmbeddedPostgres: Sendable {
         }
 
         if let port = runningPort(dataDirectory: dataDirectory, binDirectory: binDirectory, account: account) {
-            logger.info("embedded PostgreSQL already running", metadata: ["port": "\(port)", "data": "\(dataDirectory)"])
+            // Started by another process of ours: leave it to that process,
+            // unless that process is gone (it crashed); then this one adopts
+            // the cluster and stops it when it stops.
+            let adopted = !ownerIsAlive()
+            if adopted { try recordOwnership() }
+            logger.info(
+                adopted ? "adopting embedded PostgreSQL left running" : "embedded PostgreSQL already running",
+                metadata: ["port": "\(port)", "data": "\(dataDirectory)"])
             let running = Running(
                 host: "127.0.0.1", port: port, username: Self.superuser, password: password,
-                database: Self.databaseName, dataDirectory: dataDirectory, startedHere: false)
+                database: Self.databaseName, dataDirectory: dataDirectory, startedHere: adopted)
             try createDatabase(running, binDirectory: binDirectory, account: account)
             return running
         }
@@ -107,6 +114,7 @@ public struct EmbeddedPostgres: Sendable {
         let running = Running(
             host: "127.0.0.1", port: port, username: Self.superuser, password: password,
             database: Self.databaseName, dataDirectory: dataDirectory, startedHere: true)
+        try recordOwnership()
         // Every start makes sure of the database (as does attaching above), so
         // a first start interrupted between initdb and createdb heals.
         try createDatabase(running, binDirectory: binDirectory, account: account)
@@ -135,10 +143,35 @@ public struct EmbeddedPostgres: Sendable {
         let result = try? account.run(
             binDirectory + "/pg_ctl", ["stop", "-D", running.dataDirectory, "-m", "fast", "-w", "-t", "60"])
         if result?.status == 0 {
+            unlink(ownerFile)
             logger.info("embedded PostgreSQL stopped")
         } else {
             logger.warning("embedded PostgreSQL did not stop cleanly", metadata: ["output": "\(result?.output ?? "")"])
         }
+    }
+
+    // MARK: - Ownership
+
+    /// Holds the pid of the process that started (or adopted) the cluster.
+    private var ownerFile: String { stateDirectory + "/\(clusterName).owner" }
+
+    private func recordOwnership() throws {
+        try StateFiles.write("\(getpid())\n", to: ownerFile, mode: 0o600)
+    }
+
+    private func ownerIsAlive() -> Bool {
+        guard let text = try? String(contentsOfFile: ownerFile, encoding: .utf8),
+            let pid = pid_t(text.trimmingCharacters(in: .whitespacesAndNewlines)), pid > 0
+        else { return false }
+        if pid == getpid() { return true }
+        // A killed process nobody has reaped yet still answers kill(pid, 0);
+        // on Linux its state in /proc says it is a zombie.
+        if let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let state = stat.split(separator: ")").last?.split(separator: " ").first, state == "Z"
+        {
+            return false
+        }
+        return kill(pid, 0) == 0 || errno == EPERM
     }
 
     // MARK: - Steps

@@ -17,7 +17,7 @@ public struct ServerConfiguration: Sendable {
 
 /// The routes of the service, in one place.
 public func buildRouter(store: ScrollbackStore, tokens: TokenAuthority) -> Router<ScrollbackRequestContext> {
-    let router = Router(context: ScrollbackRequestContext.self)
+    let router = Router(context: ScrollbackRequestContext.self, options: .autoGenerateHeadEndpoints)
     router.add(middleware: ErrorMiddleware())
     HealthController(store: store).addRoutes(to: router)
     LayoutController().addRoutes(to: router)  // public: outside the authenticated group
@@ -25,6 +25,7 @@ public func buildRouter(store: ScrollbackStore, tokens: TokenAuthority) -> Route
     ConversationController(store: store).addRoutes(to: v1)
     MessageController(store: store).addRoutes(to: v1)
     MessageChangeController(store: store).addRoutes(to: v1)
+    router.add(middleware: MethodNotAllowedMiddleware(routes: router.routes.map { ($0.method, $0.path.description) }))
     return router
 }
 

@@ -76,7 +76,9 @@ enum RequestBody {
         case .keyNotFound(let key, let context):
             return "Field `\(field(context.codingPath + [key]))` is required."
         case .dataCorrupted(let context):
-            if context.codingPath.isEmpty { return "The request body is not valid JSON (UTF-8)." }
+            if context.codingPath.isEmpty {
+                return "The request body is not valid UTF-8 JSON, or a number in it does not fit its field (whole numbers where integers are expected, within 64 bits)."
+            }
             return "Field `\(field(context.codingPath))` is not valid."
         @unknown default:
             return "The request body does not match what this route expects."

@@ -99,6 +99,26 @@ import Testing
         }
     }
 
+    @Test func aKnownPathWithAnotherMethodGets405WithAllow() async throws {
+        try await TestServer.run { server in
+            let conversation = try await server.createConversation(as: "alice")
+            let cases: [(HTTPRequest.Method, String, String)] = [
+                (.put, "/healthz", "GET, HEAD"),
+                (.delete, "/v1/conversations", "GET, HEAD, POST"),
+                (.get, "/v1/layout", "POST"),
+                (.post, "/v1/conversations/\(conversation.id)/messages/1", "DELETE, PATCH"),
+            ]
+            for (method, path, allow) in cases {
+                let reply = try await server.request(method, path, as: "alice")
+                #expect(reply.status == .methodNotAllowed, "\(method) \(path)")
+                #expect(reply.headers[.allow] == allow, "\(method) \(path)")
+                #expect(try reply.error().error.code == "method_not_allowed")
+            }
+            let head = try await server.request(.head, "/v1/conversations/\(conversation.id)", as: "alice")
+            #expect(head.status == .ok && head.body.isEmpty)
+        }
+    }
+
     @Test func unknownRoutesAndIdsGetJSON404() async throws {
         try await TestServer.run { server in
             for path in ["/nope", "/v1/conversations/not-a-uuid", "/v1/conversations/\(UUID())"] {
