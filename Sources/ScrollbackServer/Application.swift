@@ -42,6 +42,9 @@ public func buildApplication(
     let tokens = try await TokenAuthority(secret: configuration.jwtSecret)
     var app = Application(
         router: buildRouter(store: store, tokens: tokens),
+        // A connection that sends nothing for a minute, between requests or
+        // in the middle of one, is closed rather than held forever.
+        server: .http1(configuration: .init(idleTimeout: .seconds(60))),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "scrollback"),
         onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) },
         logger: logger)

@@ -6,9 +6,18 @@ import ScrollbackModels
 struct AccessClaims: JWTPayload {
     var sub: SubjectClaim
     var exp: ExpirationClaim
+    /// Optional; a token is not valid before it.
+    var nbf: NotBeforeClaim?
+
+    init(sub: SubjectClaim, exp: ExpirationClaim, nbf: NotBeforeClaim? = nil) {
+        self.sub = sub
+        self.exp = exp
+        self.nbf = nbf
+    }
 
     func verify(using algorithm: some JWTAlgorithm) async throws {
         try exp.verifyNotExpired()
+        try nbf?.verifyNotBefore()
     }
 }
 
@@ -59,7 +68,7 @@ public struct TokenAuthority: Sendable {
         do {
             claims = try await keys.verify(token, as: AccessClaims.self)
         } catch let error as JWTError where error.errorType == .claimVerificationFailure {
-            throw APIError.unauthorized("The bearer token has expired; get a new one.")
+            throw APIError.unauthorized("The bearer token has expired or is not valid yet (exp, nbf).")
         } catch {
             throw APIError.unauthorized("The bearer token's signature is not valid.")
         }

@@ -16,8 +16,11 @@ enum Validation {
         if body.unicodeScalars.contains("\u{0}") {
             throw APIError.unprocessable("invalid_message_body", "Field `body` must not contain the NUL character (U+0000).")
         }
-        if body.allSatisfy(\.isWhitespace) {
-            throw APIError.unprocessable("invalid_message_body", "Field `body` must contain some text, not only whitespace.")
+        // Invisible format characters (zero-width space, joiners, marks of
+        // direction) alone show nothing either.
+        if body.unicodeScalars.allSatisfy({ $0.properties.isWhitespace || $0.properties.generalCategory == .format }) {
+            throw APIError.unprocessable(
+                "invalid_message_body", "Field `body` must contain some visible text, not only whitespace.")
         }
         let length = body.unicodeScalars.count
         if length > maxBodyCharacters {

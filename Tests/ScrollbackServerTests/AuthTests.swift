@@ -9,6 +9,7 @@ import Testing
     struct Claims: JWTPayload {
         var sub: SubjectClaim?
         var exp: ExpirationClaim?
+        var nbf: NotBeforeClaim? = nil
         func verify(using algorithm: some JWTAlgorithm) async throws {}
     }
 
@@ -47,6 +48,7 @@ import Testing
             ("other algorithm HS384", "Bearer " + (try await sign(Claims(sub: "alice", exp: later()), digest: .sha384))),
             ("missing exp", "Bearer " + (try await sign(Claims(sub: "alice", exp: nil)))),
             ("missing sub", "Bearer " + (try await sign(Claims(sub: nil, exp: later())))),
+            ("not valid yet (nbf in an hour)", "Bearer " + (try await sign(Claims(sub: "alice", exp: later(), nbf: .init(value: Date().addingTimeInterval(hour)))))),
             ("invalid sub", "Bearer " + (try await sign(Claims(sub: "alice smith!", exp: later())))),
             ("sub too long", "Bearer " + (try await sign(Claims(sub: .init(value: String(repeating: "a", count: 65)), exp: later())))),
         ]

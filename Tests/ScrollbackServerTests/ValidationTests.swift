@@ -20,6 +20,7 @@ import Testing
                 ("client_id wrong type", #"{"body": "hi", "client_id": 7}"#, .badRequest, "invalid_field"),
                 ("empty text", #"{"body": ""}"#, .unprocessableContent, "invalid_message_body"),
                 ("only whitespace", #"{"body": " \n\t "}"#, .unprocessableContent, "invalid_message_body"),
+                ("only invisible characters", #"{"body": "\u200B\u2060 \u200D"}"#, .unprocessableContent, "invalid_message_body"),
                 ("NUL", #"{"body": "a\u0000b"}"#, .unprocessableContent, "invalid_message_body"),
                 ("4001 characters", #"{"body": "\#(String(repeating: "x", count: 4001))"}"#, .unprocessableContent, "invalid_message_body"),
                 ("empty client_id", #"{"body": "hi", "client_id": ""}"#, .unprocessableContent, "invalid_client_id"),
