@@ -79,7 +79,7 @@ public struct EmbeddedPostgres: Sendable {
         let account = try ServiceAccount.forCurrentProcess()
         try makeStateDirectory(account: account)
         let dataDirectory = try dataDirectoryPath(account: account)
-        let password = try readOrCreateSecret(name: "\(clusterName)-password")
+        let password = try StateFiles.readOrCreateSecret(at: stateDirectory + "/\(clusterName)-password")
 
         if !FileManager.default.fileExists(atPath: dataDirectory + "/PG_VERSION") {
             try initialize(dataDirectory: dataDirectory, binDirectory: binDirectory, password: password, account: account)
@@ -125,29 +125,32 @@ public struct EmbeddedPostgres: Sendable {
     /// Stops the cluster on this data directory whoever started it (tests that
     /// take the database away use it).
     public func stopAnyRunning() throws {
-        let binDirectory = try Self.findServerBinaries()
         let account = try ServiceAccount.forCurrentProcess()
         let dataDirectory = try dataDirectoryPath(account: account)
+        let binDirectory = try Self.findServerBinaries()
         guard runningPort(dataDirectory: dataDirectory, binDirectory: binDirectory, account: account) != nil else { return }
-        let result = try account.run(binDirectory + "/pg_ctl", ["stop", "-D", dataDirectory, "-m", "fast", "-w", "-t", "60"])
-        guard result.status == 0 else { throw LaunchError(description: "pg_ctl stop failed:\n\(result.output)") }
+        try stopServer(dataDirectory: dataDirectory)
     }
 
-    /// Stops a cluster this process started (fast shutdown: open sessions are
-    /// rolled back, data already committed is kept).
+    /// Stops a cluster this process started (or adopted); a failure is logged,
+    /// since this runs on the way out.
     public func stop(_ running: Running) {
-        guard running.startedHere,
-            let binDirectory = try? Self.findServerBinaries(),
-            let account = try? ServiceAccount.forCurrentProcess()
-        else { return }
-        let result = try? account.run(
-            binDirectory + "/pg_ctl", ["stop", "-D", running.dataDirectory, "-m", "fast", "-w", "-t", "60"])
-        if result?.status == 0 {
-            unlink(ownerFile)
+        guard running.startedHere else { return }
+        do {
+            try stopServer(dataDirectory: running.dataDirectory)
             logger.info("embedded PostgreSQL stopped")
-        } else {
-            logger.warning("embedded PostgreSQL did not stop cleanly", metadata: ["output": "\(result?.output ?? "")"])
+        } catch {
+            logger.warning("embedded PostgreSQL did not stop cleanly", metadata: ["error": "\(error)"])
         }
+    }
+
+    /// Fast shutdown: open sessions are rolled back, committed data is kept.
+    private func stopServer(dataDirectory: String) throws {
+        let account = try ServiceAccount.forCurrentProcess()
+        let result = try account.run(
+            try Self.findServerBinaries() + "/pg_ctl", ["stop", "-D", dataDirectory, "-m", "fast", "-w", "-t", "60"])
+        guard result.status == 0 else { throw LaunchError(description: "pg_ctl stop failed:\n\(result.output)") }
+        unlink(ownerFile)
     }
 
     // MARK: - Ownership
@@ -203,7 +206,7 @@ public struct EmbeddedPostgres: Sendable {
         chmod(dataDirectory, 0o700)
         try account.giveOwnership(of: dataDirectory)
         let passwordFile = (dataDirectory as NSString).deletingLastPathComponent + "/.\(clusterName)-initdb-password"
-        try write(password + "\n", to: passwordFile, mode: 0o600)
+        try StateFiles.write(password + "\n", to: passwordFile, mode: 0o600)
         try account.giveOwnership(of: passwordFile)
         defer { unlink(passwordFile) }
         let result = try account.run(
@@ -251,14 +254,6 @@ public struct EmbeddedPostgres: Sendable {
         let lines = pidFile.split(separator: "\n", omittingEmptySubsequences: false)
         guard lines.count > 3 else { return nil }
         return Int(lines[3].trimmingCharacters(in: .whitespaces))
-    }
-
-    private func readOrCreateSecret(name: String) throws -> String {
-        try StateFiles.readOrCreateSecret(at: stateDirectory + "/" + name)
-    }
-
-    private func write(_ text: String, to path: String, mode: mode_t) throws {
-        try StateFiles.write(text, to: path, mode: mode)
     }
 
     private func absolute(_ path: String) -> String {

@@ -29,6 +29,11 @@ public enum ScrollbackJSON {
         return decoder
     }
 
+    /// The times the API accepts and stores: years 1 to 9999, what RFC 3339
+    /// can write and well inside what PostgreSQL and its driver can hold.
+    public static let timestampRange =
+        Date(timeIntervalSince1970: -62_135_596_800)..<Date(timeIntervalSince1970: 253_402_300_800)
+
     /// `2026-11-22T05:36:39.123Z`
     public static func formatTimestamp(_ date: Date) -> String {
         // Truncate to whole milliseconds so formatting never rounds up into the next second.

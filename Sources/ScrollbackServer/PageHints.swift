@@ -96,6 +96,22 @@ struct PageHintRequest {
         self.fill = fill
     }
 
+    /// The smallest page `limit=N` would return for `anchor` whose estimated
+    /// content (`sum(heights) + spacing * (n - 1)`) reaches `target`, cut
+    /// from `page` (read with `limit=200`); all of it when even that falls short.
+    static func smallestPage(
+        cutFrom page: MessagePage, anchor: PageAnchor, covering target: Double, spacing: Double,
+        height: (Message) -> Double
+    ) -> MessagePage {
+        guard !page.messages.isEmpty else { return page }
+        for count in 1..<page.messages.count {
+            let candidate = page.narrowed(to: count, anchor: anchor)
+            let content = candidate.messages.map(height).reduce(0, +) + spacing * Double(max(candidate.messages.count - 1, 0))
+            if content >= target { return candidate }
+        }
+        return page
+    }
+
     /// The page as the caller asked for it: unchanged without hints; with
     /// hints, cut to fill (for `limit=fill`) and carrying `layout`.
     func apply(to page: MessagePage, anchor: PageAnchor) throws -> MessagePage {
@@ -109,11 +125,11 @@ struct PageHintRequest {
             throw APIError.badRequest("invalid_parameter", error.message + ".")
         }
         if fill {
-            let kept = try PageFill.window(
-                of: page, anchor: anchor, heights: heights, spacing: estimation.spacing,
-                covering: 2 * estimation.viewportHeight)
-            page = PageFill.page(page, keeping: kept)
-            heights = Array(heights[kept])
+            let heightBySeq = Dictionary(uniqueKeysWithValues: zip(page.messages.map(\.seq), heights))
+            page = Self.smallestPage(
+                cutFrom: page, anchor: anchor, covering: 2 * estimation.viewportHeight, spacing: estimation.spacing
+            ) { heightBySeq[$0.seq]! }
+            heights = page.messages.map { heightBySeq[$0.seq]! }
         }
         let layout: ChatLayout
         do {
@@ -133,78 +149,6 @@ struct PageHintRequest {
                 verticalPadding: metrics.verticalPadding, maxWidthFraction: metrics.maxWidthFraction,
                 spacing: estimation.spacing))
         return page
-    }
-}
-
-/// Cutting a page read with `limit=200` down to the page `limit=N` would have
-/// returned for the same anchor, for the smallest N whose estimated content
-/// covers the target height.
-enum PageFill {
-    /// Indices (into `page.messages`) of the `limit=count` page for `anchor`.
-    ///
-    /// Pages for growing limits are nested, so the smaller page is a window of
-    /// the larger one: the newest `count` rows for `newest`/`before`, the
-    /// oldest `count` (those next to the anchor) for `after`, and for
-    /// `around` the split the store makes (``PageAssembly``: half the limit,
-    /// rounded down, to newer messages, the rest to the anchor and older
-    /// ones, a short side giving its share to the other). The sizes of the
-    /// two sides follow from the dense seqs 1...last_seq.
-    static func window(of page: MessagePage, anchor: PageAnchor, count: Int) throws -> Range<Int> {
-        let rows = page.messages
-        let count = min(count, rows.count)
-        if anchor == .newest {
-            return 0..<count
-        } else if case .before = anchor {
-            return 0..<count
-        } else if case .after = anchor {
-            return (rows.count - count)..<rows.count
-        } else if case .around(let requested) = anchor {
-            // Around a seq beyond the newest, the page is the newest messages:
-            // measure the split from the newest, as the store does.
-            let seq = min(requested, page.lastSeq)
-            let olderAvailable = max(0, min(seq, page.lastSeq))
-            let newerAvailable = max(0, page.lastSeq - seq)
-            let olderRead = Int(min(Int64(count), olderAvailable))
-            let newerRead = Int(min(Int64(count), newerAvailable))
-            let newerTake = min(newerRead, max(count / 2, count - olderRead))
-            let olderTake = min(olderRead, count - newerTake)
-            let newest = seq + Int64(newerTake)
-            let oldest = seq - Int64(olderTake) + 1
-            guard let start = rows.firstIndex(where: { $0.seq <= newest }) else { return 0..<0 }
-            let end = rows[start...].firstIndex(where: { $0.seq < oldest }) ?? rows.count
-            return start..<end
-        }
-        throw APIError.badRequest(
-            "invalid_parameter", "`limit=fill` works with `before`, `after`, `around` or no anchor.")
-    }
-
-    /// The window of the smallest page whose estimated content
-    /// (`sum(heights) + spacing * (n - 1)`) is at least `target`; the whole
-    /// page when even that falls short.
-    static func window(
-        of page: MessagePage, anchor: PageAnchor, heights: [Double], spacing: Double, covering target: Double
-    ) throws -> Range<Int> {
-        precondition(heights.count == page.messages.count)
-        guard !page.messages.isEmpty else { return 0..<0 }
-        for count in 1...page.messages.count {
-            let window = try window(of: page, anchor: anchor, count: count)
-            let content = heights[window].reduce(0, +) + spacing * Double(max(window.count - 1, 0))
-            if content >= target { return window }
-        }
-        return 0..<page.messages.count
-    }
-
-    /// `page` keeping only `window`, with its flags worked out again the way
-    /// the store defines them (seqs are dense, so the bounds tell).
-    static func page(_ page: MessagePage, keeping window: Range<Int>) -> MessagePage {
-        let rows = Array(page.messages[window])
-        guard let newest = rows.first, let oldest = rows.last else { return page }
-        // A copy, so every other field of the page (same snapshot) carries over.
-        var cut = page
-        cut.messages = rows
-        cut.hasOlder = oldest.seq > 1
-        cut.hasNewer = newest.seq < page.lastSeq
-        return cut
     }
 }
 

@@ -65,18 +65,13 @@ extension QueryParameters {
     /// `around_time`: an RFC 3339 timestamp.
     func aroundTime() throws -> Date? {
         guard let text = try single("around_time") else { return nil }
-        // Years 1 to 9999: what RFC 3339 can write, and well inside what both
-        // PostgreSQL and the driver's date encoding can hold.
-        guard let time = ScrollbackJSON.parseTimestamp(text), Self.timestampRange.contains(time) else {
+        guard let time = ScrollbackJSON.parseTimestamp(text), ScrollbackJSON.timestampRange.contains(time) else {
             throw APIError.badRequest(
                 "invalid_parameter",
                 "`around_time` must be an RFC 3339 timestamp such as 2026-11-22T05:36:39.123Z (got \"\(text.prefix(40))\").")
         }
         return time
     }
-
-    /// 0001-01-01T00:00:00Z ..< 10000-01-01T00:00:00Z
-    static let timestampRange = Date(timeIntervalSince1970: -62_135_596_800)..<Date(timeIntervalSince1970: 253_402_300_800)
 
     /// `since_version`, and the page size of the change log (1 to 1,000, default 100).
     func changeWindow() throws -> (since: Int64, limit: Int) {

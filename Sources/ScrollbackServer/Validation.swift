@@ -1,4 +1,5 @@
 import ScrollbackModels
+import ScrollbackStore
 
 /// Checks on what a client sends, made before anything reaches SQL. Each
 /// failure is a 422 whose message says what to fix.
@@ -10,7 +11,7 @@ enum Validation {
     static let maxBodyCharacters = 4_000
     static let maxTitleCharacters = 200
     static let maxClientIDCharacters = 64
-    static let maxMembers = 1_000
+    static let maxMembers = ScrollbackStore.memberLimit
 
     static func messageBody(_ body: String) throws -> String {
         if body.unicodeScalars.contains("\u{0}") {

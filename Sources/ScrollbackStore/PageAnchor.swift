@@ -1,3 +1,5 @@
+import ScrollbackModels
+
 /// Where a page of history sits in the conversation.
 public enum PageAnchor: Sendable, Equatable {
     /// The newest messages.
@@ -37,6 +39,34 @@ struct PageScan: Equatable {
         self.olderLimit = olderLimit
         self.newerFrom = newerFrom
         self.newerLimit = newerLimit
+    }
+
+    /// `messages`, in any order, as the two sides this scan reads: the
+    /// anchor's side newest first, the newer side oldest first.
+    func sides(of messages: [Message]) -> (older: [Message], newer: [Message]) {
+        var older: [Message] = []
+        var newer: [Message] = []
+        for message in messages {
+            if olderLimit > 0 && message.seq <= olderFrom { older.append(message) } else { newer.append(message) }
+        }
+        return (older.sorted { $0.seq > $1.seq }, newer.sorted { $0.seq < $1.seq })
+    }
+}
+
+extension MessagePage {
+    /// The page `limit` would have returned for `anchor`, cut from this page,
+    /// read with the same anchor and a limit at least as large. The sides and
+    /// flags are those of the read itself (`PageAssembly`): pages for growing
+    /// limits are nested, so the cut equals a fresh read in the same snapshot.
+    public func narrowed(to limit: Int, anchor: PageAnchor) -> MessagePage {
+        let (older, newer) = PageScan(anchor: anchor, limit: limit).sides(of: messages)
+        let assembled = PageAssembly.assemble(
+            anchor: anchor, limit: limit, lastSeq: lastSeq, older: older, newer: newer, seq: \.seq)
+        var page = self
+        page.messages = assembled.rows
+        page.hasOlder = assembled.hasOlder
+        page.hasNewer = assembled.hasNewer
+        return page
     }
 }
 

@@ -43,11 +43,16 @@ extension ScrollbackStore {
     static let conversationColumns = """
         c.id, c.title, c.created_by, c.created_at, c.last_seq, c.activity,
         ARRAY(SELECT user_id FROM members WHERE conversation_id = c.id ORDER BY user_id COLLATE "C") AS members,
-        me.read_seq,
-        (SELECT count(*) FROM messages u
-         WHERE u.conversation_id = c.id AND u.seq > me.read_seq AND u.sender <> me.user_id AND NOT u.deleted
-        ) AS unread_count,
+        me.read_seq, \(unreadCount) AS unread_count,
         \(MessageRow.columns("lm"))
+        """
+
+    /// The messages after member row `me`'s read marker, not sent by that
+    /// member, not deleted: the one definition of "unread".
+    static let unreadCount = """
+        (SELECT count(*) FROM messages u
+         WHERE u.conversation_id = me.conversation_id AND u.seq > me.read_seq
+           AND u.sender <> me.user_id AND NOT u.deleted)
         """
 
     static let conversationSource = """
@@ -125,14 +130,12 @@ extension ScrollbackStore {
                 ), moved AS (
                     UPDATE members SET read_seq = GREATEST(read_seq, \(seq))
                     WHERE conversation_id = \(id) AND user_id = \(user) AND \(seq) <= (SELECT last_seq FROM c)
-                    RETURNING read_seq
+                    RETURNING conversation_id, user_id, read_seq
                 )
                 SELECT (SELECT last_seq FROM c),
                        EXISTS (SELECT 1 FROM members WHERE conversation_id = \(id) AND user_id = \(user)),
-                       (SELECT read_seq FROM moved),
-                       (SELECT count(*) FROM messages
-                        WHERE conversation_id = \(id) AND seq > (SELECT read_seq FROM moved)
-                          AND sender <> \(user) AND NOT deleted)
+                       me.read_seq, \(unescaped: Self.unreadCount)
+                FROM (SELECT) AS one LEFT JOIN moved me ON true
                 """,
                 logger: logger)
             for try await row in rows.decode((Int64?, Bool, Int64?, Int64?).self) { return row }

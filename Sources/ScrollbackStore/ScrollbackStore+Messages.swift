@@ -217,22 +217,15 @@ extension ScrollbackStore {
                 """,
                 logger: logger)
             var head: (lastSeq: Int64, version: Int64)?
-            var older: [Message] = []
-            var newer: [Message] = []
+            var messages: [Message] = []
             for try await row in rows {
                 let columns = row.makeRandomAccess()
                 head = (try columns["last_seq"].decode(Int64.self), try columns["conversation_version"].decode(Int64.self))
-                guard let message = try MessageRow.decode(columns, alias: "m", conversation: id) else { continue }
-                if message.seq <= scan.olderFrom && scan.olderLimit > 0 {
-                    older.append(message)
-                } else {
-                    newer.append(message)
-                }
+                if let message = try MessageRow.decode(columns, alias: "m", conversation: id) { messages.append(message) }
             }
             guard let head else { throw StoreError.conversationNotFound }
-            // UNION ALL promises no order across its branches: restore each side's.
-            older.sort { $0.seq > $1.seq }
-            newer.sort { $0.seq < $1.seq }
+            // UNION ALL promises no order across its branches: `sides` restores each side's.
+            let (older, newer) = scan.sides(of: messages)
             let page = PageAssembly.assemble(
                 anchor: anchor, limit: limit, lastSeq: head.lastSeq, older: older, newer: newer, seq: \.seq)
             return MessagePage(
@@ -245,9 +238,10 @@ extension ScrollbackStore {
     /// or after `time`, or the newest when none is (nil while the
     /// conversation is empty).
     public func seq(at time: Date, in id: UUID, for user: String) async throws -> Int64? {
-        // The driver cannot encode dates far outside PostgreSQL's range (it
-        // traps); nothing is stored outside years 1...9999 anyway.
-        let time = min(max(time, Date(timeIntervalSince1970: -62_135_596_800)), Date(timeIntervalSince1970: 253_402_300_799))
+        // The driver traps on dates far outside PostgreSQL's range; nothing is
+        // stored outside the API's range anyway, so clamp to it.
+        let range = ScrollbackJSON.timestampRange
+        let time = min(max(time, range.lowerBound), range.upperBound.addingTimeInterval(-1))
         let found: (Int64, Int64?)? = try await withStoreErrors {
             let rows = try await client.query(
                 """

@@ -69,7 +69,7 @@ public struct ScrollbackStore: Sendable {
     private func translate(_ error: PSQLError) -> any Error {
         switch error.code {
         case .server:
-            let state = error.serverInfo?[.sqlState] ?? ""
+            let state = error.sqlState ?? ""
             // 08: connection exception; 53: insufficient resources;
             // 57P01-57P03: the server is shutting down or starting up.
             if state.hasPrefix("08") || state.hasPrefix("53") || state.hasPrefix("57P") {
