@@ -52,10 +52,29 @@ public struct ConversationList: Codable, Sendable, Equatable {
     public var conversations: [Conversation]
     /// Opaque; pass it back as `cursor` for the next page. `nil` on the last page.
     public var nextCursor: String?
+    /// True when, since the pass began (the page without a cursor), a
+    /// conversation moved above the cursor (a message arrived in one not
+    /// listed yet, or the caller joined one) or left the list: paging on would
+    /// miss it, so restart from the top and merge by id. Always false on the
+    /// first page.
+    public var activityChanged: Bool
 
-    public init(conversations: [Conversation], nextCursor: String?) {
+    public init(conversations: [Conversation], nextCursor: String?, activityChanged: Bool = false) {
         self.conversations = conversations
         self.nextCursor = nextCursor
+        self.activityChanged = activityChanged
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case conversations, nextCursor, activityChanged
+    }
+
+    /// `activity_changed` may be absent (servers before it existed): false.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        conversations = try container.decode([Conversation].self, forKey: .conversations)
+        nextCursor = try container.decodeIfPresent(String.self, forKey: .nextCursor)
+        activityChanged = try container.decodeIfPresent(Bool.self, forKey: .activityChanged) ?? false
     }
 
     // Encode `next_cursor: null` explicitly: clients test for it.
@@ -63,6 +82,7 @@ public struct ConversationList: Codable, Sendable, Equatable {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(conversations, forKey: .conversations)
         try container.encode(nextCursor, forKey: .nextCursor)
+        try container.encode(activityChanged, forKey: .activityChanged)
     }
 }
 

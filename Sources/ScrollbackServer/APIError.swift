@@ -80,6 +80,11 @@ public struct APIError: Error, HTTPResponseError, Equatable {
                 .unprocessableContent, "too_many_members", "A conversation can have at most \(limit) members.")
         case .unavailable:
             self = .unavailable
+        case .outcomeUnknown:
+            self.init(
+                .serviceUnavailable, "outcome_unknown",
+                "The database did not confirm whether this change was stored. Retry it: a send retried with the same client_id returns the stored message instead of storing it twice.",
+                headers: [.retryAfter: "1"])
         }
     }
 }

@@ -1,23 +1,12 @@
 import Hummingbird
 import Logging
 import ScrollbackStore
-
-/// What the HTTP server needs to know.
-public struct ServerConfiguration: Sendable {
-    public var host: String
-    public var port: Int
-    public var jwtSecret: String
-
-    public init(host: String = "127.0.0.1", port: Int = 8080, jwtSecret: String) {
-        self.host = host
-        self.port = port
-        self.jwtSecret = jwtSecret
-    }
-}
+import ServiceLifecycle
 
 /// The routes of the service, in one place.
 public func buildRouter(store: ScrollbackStore, tokens: TokenAuthority) -> Router<ScrollbackRequestContext> {
     let router = Router(context: ScrollbackRequestContext.self, options: .autoGenerateHeadEndpoints)
+    router.add(middleware: RequestLogMiddleware())
     router.add(middleware: ErrorMiddleware())
     HealthController(store: store).addRoutes(to: router)
     LayoutController().addRoutes(to: router)  // public: outside the authenticated group
@@ -29,17 +18,17 @@ public func buildRouter(store: ScrollbackStore, tokens: TokenAuthority) -> Route
     return router
 }
 
-/// The application: the HTTP server and the database pool, run together
-/// under one service group with graceful shutdown.
+/// The HTTP server on `store`, which the caller runs (see `runScrollback`).
 /// With `migrateOnStart`, pending migrations are applied before the server
-/// accepts its first request. `runsDatabaseClient` is false only when the
-/// caller already runs the store's pool (the tests share one per schema).
+/// accepts its first request.
 public func buildApplication(
-    configuration: ServerConfiguration, store: ScrollbackStore, logger: Logger, migrateOnStart: Bool = true,
-    runsDatabaseClient: Bool = true,
+    configuration: ScrollbackConfiguration, store: ScrollbackStore, logger: Logger, migrateOnStart: Bool = true,
     onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
-) async throws -> Application<RouterResponder<ScrollbackRequestContext>> {
-    let tokens = try await TokenAuthority(secret: configuration.jwtSecret)
+) async throws -> some ApplicationProtocol {
+    guard let secret = configuration.jwtSecret else {
+        throw ScrollbackConfiguration.Failure("SCROLLBACK_JWT_SECRET is not set.")
+    }
+    let tokens = try await TokenAuthority(secret: secret)
     var app = Application(
         router: buildRouter(store: store, tokens: tokens),
         // A connection that sends nothing for a minute, between requests or
@@ -48,11 +37,21 @@ public func buildApplication(
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "scrollback"),
         onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) },
         logger: logger)
-    if runsDatabaseClient {
-        app.addServices(store.client)
-    }
     if migrateOnStart {
         app.beforeServerStarts { try await store.migrate() }
     }
     return app
+}
+
+/// Runs the service until SIGTERM or SIGINT: the store's pool and the HTTP
+/// server under one service group. On shutdown the server stops first
+/// (finishing requests in flight), then the pool.
+public func runScrollback(configuration: ScrollbackConfiguration, store: ScrollbackStore, logger: Logger) async throws {
+    let app = try await buildApplication(configuration: configuration, store: store, logger: logger)
+    let group = ServiceGroup(
+        configuration: .init(
+            services: [.init(service: store), .init(service: app)],
+            gracefulShutdownSignals: [.sigterm, .sigint],
+            logger: logger))
+    try await group.run()
 }

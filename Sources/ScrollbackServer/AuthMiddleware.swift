@@ -15,6 +15,7 @@ struct AuthMiddleware: RouterMiddleware {
         try await store.ensureUser(user)
         var context = context
         context.userID = user
+        context.caller.user = user
         context.logger[metadataKey: "user"] = "\(user)"
         return try await next(request, context)
     }

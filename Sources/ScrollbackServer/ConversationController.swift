@@ -29,10 +29,12 @@ struct ConversationController {
         let user = try context.requireUser()
         let query = QueryParameters(request)
         let limit = try query.limit()
-        let mark = try query.single("cursor").map(ConversationCursor.decode)
-        let page = try await store.conversations(for: user, limit: limit, after: mark)
+        let position = try query.single("cursor").map(ConversationCursor.decode)
+        let page = try await store.conversations(for: user, limit: limit, after: position)
         return JSONResponse.make(
-            ConversationList(conversations: page.conversations, nextCursor: page.next.map(ConversationCursor.encode)))
+            ConversationList(
+                conversations: page.conversations, nextCursor: page.next.map(ConversationCursor.encode),
+                activityChanged: page.activityChanged))
     }
 
     @Sendable func show(_ request: Request, context: ScrollbackRequestContext) async throws -> Response {

@@ -6,6 +6,8 @@ public struct ScrollbackRequestContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
     /// Set by `AuthMiddleware` on the authenticated routes.
     public var userID: String?
+    /// The same user, for the request log.
+    let caller = RequestCaller()
 
     public init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)

@@ -54,11 +54,8 @@ public struct DatabaseURL: Sendable, Equatable {
         "postgres://\(username)@\(host):\(port)/\(database ?? "")"
     }
 
-    /// A pool configuration; `searchPath` pins the schema (the tests give
-    /// each test its own).
-    public func clientConfiguration(searchPath: String? = nil, maximumConnections: Int = 20) throws
-        -> PostgresClient.Configuration
-    {
+    /// A pool configuration with the session settings of `options`.
+    func clientConfiguration(_ options: StoreOptions) -> PostgresClient.Configuration {
         let tlsSetting: PostgresClient.Configuration.TLS
         switch tls {
         case .disable: tlsSetting = .disable
@@ -67,11 +64,9 @@ public struct DatabaseURL: Sendable, Equatable {
         }
         var configuration = PostgresClient.Configuration(
             host: host, port: port, username: username, password: password, database: database, tls: tlsSetting)
-        configuration.options.maximumConnections = maximumConnections
+        configuration.options.maximumConnections = options.maximumConnections
         configuration.options.connectTimeout = .seconds(3)
-        if let searchPath {
-            configuration.options.additionalStartupParameters = [("search_path", searchPath)]
-        }
+        configuration.options.additionalStartupParameters = options.startupParameters
         return configuration
     }
 }

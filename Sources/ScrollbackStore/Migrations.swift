@@ -29,10 +29,16 @@ extension ScrollbackStore {
     /// both applying them. Returns the names of the migrations it applied.
     @discardableResult
     public func migrate(_ migrations: [Migration] = Migration.embedded) async throws -> [String] {
-        try await withStoreErrors(timeout: .seconds(120)) {
-            try await client.withConnection { connection in
-                try await migrate(migrations, on: connection)
-            }
+        // Without the request deadline: a migration of a large table takes
+        // its time, and the session's timeouts are lifted for it.
+        try await withConnection(writes: true, bounded: false) { connection in
+            try await connection.query("SET statement_timeout = 0", logger: logger)
+            try await connection.query("SET lock_timeout = 0", logger: logger)
+            let applied = try await migrate(migrations, on: connection)
+            // Back to the values the connection started with.
+            try await connection.query("RESET statement_timeout", logger: logger)
+            try await connection.query("RESET lock_timeout", logger: logger)
+            return applied
         }
     }
 

@@ -11,30 +11,26 @@ extension ScrollbackStore {
     public func createConversation(creator: String, title: String?, members: [String]) async throws -> Conversation {
         let everyone = Array(Set(members + [creator])).sorted()
         guard everyone.count <= Self.memberLimit else { throw StoreError.conversationFull(limit: Self.memberLimit) }
-        return try await withStoreErrors {
-            let rows = try await client.query(
-                """
-                WITH c AS (
-                    INSERT INTO conversations (title, created_by) VALUES (\(title), \(creator))
-                    RETURNING id, title, created_by, created_at, last_seq
-                ), m AS (
-                    INSERT INTO members (conversation_id, user_id)
-                    SELECT c.id, u FROM c, unnest(\(everyone)::text[]) AS u
-                    RETURNING user_id
-                )
-                SELECT c.id, c.title, c.created_by, c.created_at, c.last_seq,
-                       ARRAY(SELECT user_id FROM m ORDER BY user_id COLLATE "C")
-                FROM c
-                """,
-                logger: logger)
-            for try await (id, title, createdBy, createdAt, lastSeq, members) in rows.decode(
-                (UUID, String?, String, Date, Int64, [String]).self)
-            {
-                return Conversation(
-                    id: id, title: title, createdBy: createdBy, createdAt: createdAt, lastSeq: lastSeq, members: members)
-            }
-            throw StoreError.unavailable
-        }
+        let rows = try await rows(
+            """
+            WITH c AS (
+                INSERT INTO conversations (title, created_by) VALUES (\(title), \(creator))
+                RETURNING id, title, created_by, created_at, last_seq
+            ), m AS (
+                INSERT INTO members (conversation_id, user_id)
+                SELECT c.id, u FROM c, unnest(\(everyone)::text[]) AS u
+                RETURNING user_id
+            )
+            SELECT c.id, c.title, c.created_by, c.created_at, c.last_seq,
+                   ARRAY(SELECT user_id FROM m ORDER BY user_id COLLATE "C")
+            FROM c
+            """,
+            writes: true)
+        guard let (id, title, createdBy, createdAt, lastSeq, members) = try rows.first?.decode(
+            (UUID, String?, String, Date, Int64, [String]).self)
+        else { throw StoreError.unavailable }
+        return Conversation(
+            id: id, title: title, createdBy: createdBy, createdAt: createdAt, lastSeq: lastSeq, members: members)
     }
 
     /// What a conversation looks like to the member `me`: with their read
@@ -79,69 +75,94 @@ extension ScrollbackStore {
 
     /// The conversation, if `user` is a member.
     public func conversation(_ id: UUID, for user: String) async throws -> Conversation {
-        try await withStoreErrors {
-            let rows = try await client.query(
-                """
-                SELECT \(unescaped: Self.conversationColumns)
-                FROM \(unescaped: Self.conversationSource)
-                WHERE me.user_id = \(user) AND me.conversation_id = \(id)
-                """,
-                logger: logger)
-            for try await row in rows { return try Self.decodeConversation(row).0 }
-            throw StoreError.conversationNotFound
-        }
+        let rows = try await rows(
+            """
+            SELECT \(unescaped: Self.conversationColumns)
+            FROM \(unescaped: Self.conversationSource)
+            WHERE me.user_id = \(user) AND me.conversation_id = \(id)
+            """,
+            writes: false)
+        guard let row = rows.first else { throw StoreError.conversationNotFound }
+        return try Self.decodeConversation(row).0
     }
 
-    /// The user's conversations, most recently active first. `after` is the
-    /// activity mark of the last conversation of the previous page (keyset:
-    /// never an OFFSET). Returns the page and the mark to continue from, or
-    /// nil when this was the last page.
+    /// A page of the user's conversations, most recently active first, after
+    /// `position` (nil: from the top). Keyset on the activity mark, never an
+    /// OFFSET.
+    ///
+    /// Activity changes while a client pages: a send moves its conversation
+    /// to the top. One that was already listed only moves (nothing is lost),
+    /// but one not listed yet would jump above the cursor and be skipped. So
+    /// the position also carries how many conversations were listed and a
+    /// digest of their ids; the set of the user's conversations above the
+    /// mark is compared with it, in the same snapshot as the page, and
+    /// `activityChanged` says the two differ: the client then restarts from
+    /// the top (merging by id) to pick up what moved.
     public func conversations(
-        for user: String, limit: Int, after activityMark: Int64?
-    ) async throws -> (conversations: [Conversation], next: Int64?) {
-        let mark = activityMark ?? .max
-        return try await withStoreErrors {
-            let rows = try await client.query(
-                """
-                SELECT \(unescaped: Self.conversationColumns)
+        for user: String, limit: Int, after position: ConversationListPosition?
+    ) async throws -> ConversationListPage {
+        let position = position ?? .start
+        let rows = try await rows(
+            """
+            WITH passed AS (
+                SELECT count(*) AS n, COALESCE(bit_xor(hashtextextended(c.id::text, 0)), 0) AS digest
+                FROM members me JOIN conversations c ON c.id = me.conversation_id
+                WHERE me.user_id = \(user) AND c.activity >= \(position.mark)
+            )
+            SELECT passed.n AS passed_count, passed.digest AS passed_digest, page.*
+            FROM passed
+            LEFT JOIN LATERAL (
+                SELECT \(unescaped: Self.conversationColumns), hashtextextended(c.id::text, 0) AS id_hash
                 FROM \(unescaped: Self.conversationSource)
-                WHERE me.user_id = \(user) AND c.activity < \(mark)
+                WHERE me.user_id = \(user) AND c.activity < \(position.mark)
                 ORDER BY c.activity DESC
                 LIMIT \(limit + 1)
-                """,
-                logger: logger)
-            var page: [(Conversation, activity: Int64)] = []
-            for try await row in rows { page.append(try Self.decodeConversation(row)) }
-            guard page.count > limit else { return (page.map(\.0), nil) }
-            page.removeLast()
-            return (page.map(\.0), page.last?.activity)
+            ) page ON true
+            ORDER BY page.activity DESC
+            """,
+            writes: false)
+        var passed = (count: position.count, digest: position.digest)
+        var page: [(Conversation, activity: Int64, hash: Int64)] = []
+        for row in rows {
+            let columns = row.makeRandomAccess()
+            passed = (try columns["passed_count"].decode(Int64.self), try columns["passed_digest"].decode(Int64.self))
+            guard try columns["id"].decode(UUID?.self) != nil else { continue }
+            let (conversation, activity) = try Self.decodeConversation(row)
+            page.append((conversation, activity, try columns["id_hash"].decode(Int64.self)))
         }
+        let activityChanged = passed != (position.count, position.digest)
+        let hasMore = page.count > limit
+        if hasMore { page.removeLast() }
+        let next = page.last.map { last in
+            ConversationListPosition(
+                mark: last.activity, count: passed.count + Int64(page.count),
+                digest: page.reduce(passed.digest) { $0 ^ $1.hash })
+        }
+        return ConversationListPage(
+            conversations: page.map(\.0), next: hasMore ? next : nil, activityChanged: activityChanged)
     }
 
     /// Moves the user's read marker to `seq`, never backwards: a smaller seq
     /// leaves it where it is. The member row's lock orders concurrent updates,
     /// and each takes the greater of the stored and the new value.
     public func markRead(_ seq: Int64, in id: UUID, by user: String) async throws -> ReadMarker {
-        let outcome: (Int64?, Bool, Int64?, Int64?) = try await withStoreErrors {
-            let rows = try await client.query(
-                """
-                WITH c AS (
-                    SELECT last_seq FROM conversations WHERE id = \(id)
-                ), moved AS (
-                    UPDATE members SET read_seq = GREATEST(read_seq, \(seq))
-                    WHERE conversation_id = \(id) AND user_id = \(user) AND \(seq) <= (SELECT last_seq FROM c)
-                    RETURNING conversation_id, user_id, read_seq
-                )
-                SELECT (SELECT last_seq FROM c),
-                       EXISTS (SELECT 1 FROM members WHERE conversation_id = \(id) AND user_id = \(user)),
-                       me.read_seq, \(unescaped: Self.unreadCount)
-                FROM (SELECT) AS one LEFT JOIN moved me ON true
-                """,
-                logger: logger)
-            for try await row in rows.decode((Int64?, Bool, Int64?, Int64?).self) { return row }
-            throw StoreError.unavailable
-        }
-        let (lastSeq, isMember, readSeq, unread) = outcome
+        let rows = try await rows(
+            """
+            WITH c AS (
+                SELECT last_seq FROM conversations WHERE id = \(id)
+            ), moved AS (
+                UPDATE members SET read_seq = GREATEST(read_seq, \(seq))
+                WHERE conversation_id = \(id) AND user_id = \(user) AND \(seq) <= (SELECT last_seq FROM c)
+                RETURNING conversation_id, user_id, read_seq
+            )
+            SELECT (SELECT last_seq FROM c),
+                   EXISTS (SELECT 1 FROM members WHERE conversation_id = \(id) AND user_id = \(user)),
+                   me.read_seq, \(unescaped: Self.unreadCount)
+            FROM (SELECT) AS one LEFT JOIN moved me ON true
+            """,
+            writes: true)
+        guard let (lastSeq, isMember, readSeq, unread) = try rows.first?.decode((Int64?, Bool, Int64?, Int64?).self)
+        else { throw StoreError.unavailable }
         guard let lastSeq, isMember else { throw StoreError.conversationNotFound }
         guard let readSeq else { throw StoreError.readBeyondNewest(lastSeq: lastSeq) }
         return ReadMarker(conversationId: id, readSeq: readSeq, unreadCount: unread ?? 0)
@@ -150,29 +171,28 @@ extension ScrollbackStore {
     /// Adds `user` to the conversation; any member may add. Adding someone who
     /// is already a member changes nothing.
     public func addMember(_ user: String, to id: UUID, by actor: String) async throws -> Conversation {
-        let outcome: MembershipChange = try await withStoreErrors {
-            try await client.withTransaction(logger: logger) { connection in
-                guard try await lockConversation(id, member: actor, on: connection) != nil else { return .notVisible }
-                // A statement after the lock sees every membership change
-                // committed before it: the count and the conflict are exact.
-                let rows = try await connection.query(
-                    """
-                    WITH ins AS (
-                        INSERT INTO members (conversation_id, user_id)
-                        SELECT \(id), \(user)
-                        WHERE (SELECT count(*) FROM members WHERE conversation_id = \(id)) < \(Self.memberLimit)
-                        ON CONFLICT (conversation_id, user_id) DO NOTHING
-                        RETURNING user_id
-                    )
-                    SELECT (SELECT count(*) FROM ins),
-                           EXISTS (SELECT 1 FROM members WHERE conversation_id = \(id) AND user_id = \(user))
-                    """,
-                    logger: logger)
-                for try await (inserted, wasMember) in rows.decode((Int64, Bool).self) {
-                    return inserted == 1 || wasMember ? .done : .full
-                }
-                return .full
+        let outcome: MembershipChange = try await withTransaction { [logger] connection in
+            guard try await Self.lockConversation(id, member: actor, on: connection, logger: logger) != nil else {
+                return .notVisible
             }
+            // A statement after the lock sees every membership change
+            // committed before it: the count and the conflict are exact.
+            let rows = try await connection.query(
+                """
+                WITH ins AS (
+                    INSERT INTO members (conversation_id, user_id)
+                    SELECT \(id), \(user)
+                    WHERE (SELECT count(*) FROM members WHERE conversation_id = \(id)) < \(Self.memberLimit)
+                    ON CONFLICT (conversation_id, user_id) DO NOTHING
+                    RETURNING user_id
+                )
+                SELECT (SELECT count(*) FROM ins),
+                       EXISTS (SELECT 1 FROM members WHERE conversation_id = \(id) AND user_id = \(user))
+                """,
+                logger: logger
+            ).collect()
+            guard let (inserted, wasMember) = try rows.first?.decode((Int64, Bool).self) else { return .full }
+            return inserted == 1 || wasMember ? .done : .full
         }
         switch outcome {
         case .notVisible: throw StoreError.conversationNotFound
@@ -182,26 +202,26 @@ extension ScrollbackStore {
     }
 
     /// Removes `user` from the conversation. A member may remove themself; the
-    /// creator may remove anyone.
+    /// creator may remove anyone. A send or edit waiting for the conversation
+    /// row meanwhile checks membership again once it has the lock, so nothing
+    /// of the removed member's is stored after the removal.
     public func removeMember(_ user: String, from id: UUID, by actor: String) async throws {
-        let outcome: MembershipChange = try await withStoreErrors {
-            try await client.withTransaction(logger: logger) { connection in
-                guard let creator = try await lockConversation(id, member: actor, on: connection) else {
-                    return .notVisible
-                }
-                guard actor == user || creator == actor else {
-                    let rows = try await connection.query(
-                        "SELECT EXISTS (SELECT 1 FROM members WHERE conversation_id = \(id) AND user_id = \(user))",
-                        logger: logger)
-                    for try await isMember in rows.decode(Bool.self) { return isMember ? .forbidden : .notAMember }
-                    return .notAMember
-                }
-                let rows = try await connection.query(
-                    "DELETE FROM members WHERE conversation_id = \(id) AND user_id = \(user) RETURNING user_id",
-                    logger: logger)
-                for try await _ in rows { return .done }
-                return .notAMember
+        let outcome: MembershipChange = try await withTransaction { [logger] connection in
+            guard let creator = try await Self.lockConversation(id, member: actor, on: connection, logger: logger) else {
+                return .notVisible
             }
+            guard actor == user || creator == actor else {
+                let rows = try await connection.query(
+                    "SELECT EXISTS (SELECT 1 FROM members WHERE conversation_id = \(id) AND user_id = \(user))",
+                    logger: logger
+                ).collect()
+                return try rows.first?.decode(Bool.self) == true ? .forbidden : .notAMember
+            }
+            let rows = try await connection.query(
+                "DELETE FROM members WHERE conversation_id = \(id) AND user_id = \(user) RETURNING user_id",
+                logger: logger
+            ).collect()
+            return rows.isEmpty ? .notAMember : .done
         }
         switch outcome {
         case .done: return
@@ -217,19 +237,55 @@ extension ScrollbackStore {
         case done, notVisible, full, notAMember, forbidden
     }
 
-    /// Locks the conversation row for the rest of the transaction, when
-    /// `member` belongs to it; returns its creator.
-    private func lockConversation(_ id: UUID, member: String, on connection: PostgresConnection) async throws -> String? {
+    /// Locks the conversation row for the rest of the transaction, then (in
+    /// that order, the order every writer takes them) checks that `member`
+    /// still belongs to it; returns its creator.
+    private static func lockConversation(
+        _ id: UUID, member: String, on connection: PostgresConnection, logger: Logger
+    ) async throws -> String? {
         let rows = try await connection.query(
             """
-            SELECT created_by FROM conversations
-            WHERE id = \(id)
-              AND EXISTS (SELECT 1 FROM members WHERE conversation_id = \(id) AND user_id = \(member))
-            FOR UPDATE
+            WITH conv AS (
+                SELECT id, created_by FROM conversations WHERE id = \(id) FOR UPDATE
+            ), member AS (
+                SELECT user_id FROM members
+                WHERE conversation_id = (SELECT id FROM conv) AND user_id = \(member)
+                FOR KEY SHARE
+            )
+            SELECT created_by FROM conv WHERE EXISTS (SELECT 1 FROM member)
             """,
-            logger: logger)
-        for try await creator in rows.decode(String.self) { return creator }
-        return nil
+            logger: logger
+        ).collect()
+        return try rows.first?.decode(String.self)
     }
 }
 
+/// Where a pass over a user's conversation list stands (see
+/// `ScrollbackStore.conversations(for:limit:after:)`).
+public struct ConversationListPosition: Sendable, Equatable {
+    /// The activity mark of the last conversation listed.
+    public var mark: Int64
+    /// How many conversations were listed so far in this pass.
+    public var count: Int64
+    /// The XOR of PostgreSQL's `hashtextextended` of their ids.
+    public var digest: Int64
+
+    public init(mark: Int64, count: Int64, digest: Int64) {
+        self.mark = mark
+        self.count = count
+        self.digest = digest
+    }
+
+    /// Before the first page.
+    public static let start = ConversationListPosition(mark: .max, count: 0, digest: 0)
+}
+
+/// A page of a user's conversations.
+public struct ConversationListPage: Sendable, Equatable {
+    public var conversations: [Conversation]
+    /// Where the next page starts; nil on the last page.
+    public var next: ConversationListPosition?
+    /// Some conversation moved above the cursor (or left the list) since the
+    /// pass began: restart from the top to see it.
+    public var activityChanged: Bool
+}

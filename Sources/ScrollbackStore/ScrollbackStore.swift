@@ -1,32 +1,43 @@
 import Foundation
 import Logging
 import PostgresNIO
+import ServiceLifecycle
 
 /// PostgreSQL access for the service: every SQL statement lives in this module.
 ///
-/// Each operation is one statement (one round trip) where possible, binds its
-/// values through PostgresNIO's interpolation, and runs under a deadline so a
-/// database that stopped answering turns into `StoreError.unavailable`
-/// instead of a request that hangs.
-public struct ScrollbackStore: Sendable {
-    public let client: PostgresClient
+/// The store owns its connection pool and runs it as a `Service` (the
+/// application's service group starts it, and stops it after the HTTP
+/// server). Each operation is one statement (one round trip) where possible,
+/// binds its values through PostgresNIO's interpolation, reads its result to
+/// the end before answering, and is bounded by the database's own
+/// `statement_timeout` and `lock_timeout` (see `StoreOptions`).
+public struct ScrollbackStore: Service {
+    let client: PostgresClient
     let logger: Logger
-    let queryTimeout: Duration
+    let options: StoreOptions
     let knownUsers: KnownUsers
+    let reachability = Reachability()
 
-    public init(client: PostgresClient, logger: Logger, queryTimeout: Duration = .seconds(5)) {
-        self.client = client
+    public init(url: DatabaseURL, options: StoreOptions = StoreOptions(), logger: Logger) {
+        self.client = PostgresClient(configuration: url.clientConfiguration(options), backgroundLogger: logger)
         self.logger = logger
-        self.queryTimeout = queryTimeout
+        self.options = options
         self.knownUsers = KnownUsers()
     }
 
+    /// Runs the connection pool until the task is cancelled or the service
+    /// group shuts down.
+    public func run() async throws {
+        await cancelWhenGracefulShutdown {
+            await client.run()
+        }
+    }
+
     /// Whether the database answers (`/readyz`).
-    public func ping(timeout: Duration = .seconds(2)) async -> Bool {
+    public func ping() async -> Bool {
         do {
-            return try await withStoreErrors(timeout: timeout) {
-                try await client.query("SELECT 1", logger: logger).decode(Int.self).first { _ in true } == 1
-            }
+            let rows = try await rows("SELECT 1", writes: false)
+            return try rows.first?.decode(Int.self) == 1
         } catch {
             return false
         }
@@ -36,54 +47,8 @@ public struct ScrollbackStore: Sendable {
     /// integrating app; this only remembers that they exist.
     public func ensureUser(_ userID: String) async throws {
         if await knownUsers.contains(userID) { return }
-        _ = try await withStoreErrors {
-            try await client.query(
-                "INSERT INTO users (id) VALUES (\(userID)) ON CONFLICT (id) DO NOTHING", logger: logger)
-        }
+        _ = try await rows("INSERT INTO users (id) VALUES (\(userID)) ON CONFLICT (id) DO NOTHING", writes: true)
         await knownUsers.insert(userID)
-    }
-
-    /// Runs one store operation under the deadline and turns driver errors into
-    /// `StoreError`s.
-    func withStoreErrors<T: Sendable>(
-        timeout: Duration? = nil, _ operation: @escaping @Sendable () async throws -> T
-    ) async throws -> T {
-        let limit = timeout ?? queryTimeout
-        do {
-            return try await withThrowingTaskGroup(of: T.self) { group in
-                group.addTask { try await operation() }
-                group.addTask {
-                    try await Task.sleep(for: limit)
-                    throw StoreError.unavailable
-                }
-                defer { group.cancelAll() }
-                return try await group.next()!
-            }
-        } catch let error as StoreError {
-            throw error
-        } catch let error as PSQLError {
-            throw translate(error)
-        }
-    }
-
-    private func translate(_ error: PSQLError) -> any Error {
-        switch error.code {
-        case .server:
-            let state = error.sqlState ?? ""
-            // 08: connection exception; 53: insufficient resources;
-            // 57P01-57P03: the server is shutting down or starting up.
-            if state.hasPrefix("08") || state.hasPrefix("53") || state.hasPrefix("57P") {
-                logger.warning("database unavailable", metadata: ["sqlstate": "\(state)"])
-                return StoreError.unavailable
-            }
-            return error
-        case .connectionError, .serverClosedConnection, .clientClosedConnection, .uncleanShutdown,
-            .poolClosed, .sslUnsupported, .failedToAddSSLHandler:
-            logger.warning("database unavailable", metadata: ["error": "\(error.code)"])
-            return StoreError.unavailable
-        default:
-            return error
-        }
     }
 }
 
@@ -99,8 +64,4 @@ actor KnownUsers {
         if ids.count >= capacity { ids.removeAll(keepingCapacity: true) }
         ids.insert(id)
     }
-}
-
-extension PSQLError {
-    var sqlState: String? { serverInfo?[.sqlState] }
 }

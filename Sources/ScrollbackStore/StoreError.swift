@@ -18,6 +18,13 @@ public enum StoreError: Error, Equatable, Sendable {
     case readBeyondNewest(lastSeq: Int64)
     /// The conversation already has the maximum number of members.
     case conversationFull(limit: Int)
-    /// The database cannot be reached (or did not answer in time).
+    /// The database cannot be reached, refused the work for now (a timeout,
+    /// a lock it could not get in time, a read-only server), or is shutting
+    /// down. Nothing was written: the statement was never sent or was rolled
+    /// back, so the request can be retried as it is.
     case unavailable
+    /// A write was sent but its commit could not be confirmed (the connection
+    /// died, or the database stopped answering, while it ran). It may or may
+    /// not be stored: a retry with the same `client_id` settles it.
+    case outcomeUnknown
 }

@@ -1,6 +1,4 @@
 import ArgumentParser
-import PostgresNIO
-import ScrollbackEmbeddedPostgres
 import ScrollbackStore
 
 struct Migrate: AsyncParsableCommand {
@@ -8,15 +6,14 @@ struct Migrate: AsyncParsableCommand {
         abstract: "Apply the schema migrations and exit (serve also applies them at start).")
 
     func run() async throws {
-        let logger = Environment.logger("scrollback")
-        let queryTimeout = try Environment.queryTimeout()
-        let database = try Environment.database(logger: logger)
+        let configuration = try Startup.configuration()
+        let logger = configuration.logger("scrollback")
+        let database = try Startup.database(configuration, logger: logger)
         defer { if let (launcher, running) = database.embedded { launcher.stop(running) } }
-        let client = PostgresClient(configuration: try database.url.clientConfiguration(), backgroundLogger: logger)
-        let store = ScrollbackStore(client: client, logger: logger, queryTimeout: queryTimeout)
+        let store = ScrollbackStore(url: database.url, options: configuration.store, logger: logger)
         let applied = try await withThrowingTaskGroup(of: [String]?.self) { group in
             group.addTask {
-                await client.run()
+                try await store.run()
                 return nil
             }
             defer { group.cancelAll() }

@@ -1,33 +1,32 @@
 import ArgumentParser
-import Foundation
-import Hummingbird
-import PostgresNIO
-import ScrollbackEmbeddedPostgres
 import ScrollbackServer
 import ScrollbackStore
 
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Run the HTTP server (on the embedded PostgreSQL unless DATABASE_URL is set).")
+        abstract: "Run the HTTP server (on the embedded PostgreSQL unless DATABASE_URL is set).",
+        discussion: "Every setting is an environment variable; see the configuration table in the README.")
 
-    @Option(help: "Address to listen on (env HOST).")
-    var host: String = ProcessInfo.processInfo.environment["HOST"] ?? "127.0.0.1"
+    @Option(help: "Address to listen on (overrides HOST; default 127.0.0.1).")
+    var host: String?
 
-    @Option(help: "Port to listen on (env PORT).")
-    var port: Int = Int(ProcessInfo.processInfo.environment["PORT"] ?? "") ?? 8080
+    @Option(help: "Port to listen on (overrides PORT; default 8080).")
+    var port: String?
+
+    @Option(name: .customLong("log-level"), help: "Log level (overrides LOG_LEVEL; default info).")
+    var logLevel: String?
 
     func run() async throws {
-        let logger = Environment.logger("scrollback")
-        let secret = try Environment.jwtSecret()
-        let queryTimeout = try Environment.queryTimeout()
-        let database = try Environment.database(logger: logger)
+        var flags: [String: String] = [:]
+        flags["HOST"] = host
+        flags["PORT"] = port
+        flags["LOG_LEVEL"] = logLevel
+        let configuration = try Startup.configuration(overrides: flags)
+        let logger = configuration.logger("scrollback")
+        let database = try Startup.database(configuration, logger: logger)
         defer { if let (launcher, running) = database.embedded { launcher.stop(running) } }
         logger.info("using database", metadata: ["url": "\(database.url.redacted)"])
-        let client = PostgresClient(configuration: try database.url.clientConfiguration(), backgroundLogger: logger)
-        let store = ScrollbackStore(client: client, logger: logger, queryTimeout: queryTimeout)
-        let app = try await buildApplication(
-            configuration: ServerConfiguration(host: host, port: port, jwtSecret: secret),
-            store: store, logger: logger)
-        try await app.runService()
+        let store = ScrollbackStore(url: database.url, options: configuration.store, logger: logger)
+        try await runScrollback(configuration: configuration, store: store, logger: logger)
     }
 }

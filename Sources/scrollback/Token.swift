@@ -18,7 +18,7 @@ struct Token: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let secret = try Environment.jwtSecret()
+        let secret = try Startup.configuration().jwtSecret ?? ""
         print(try await TokenAuthority(secret: secret).token(for: user, ttl: Double(ttl)))
     }
 }

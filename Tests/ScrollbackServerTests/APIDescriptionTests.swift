@@ -31,9 +31,10 @@ import Testing
         let documented = Self.documentedRoutes(yaml)
         #expect(documented.count > 5)
 
-        let client = PostgresClient(
-            configuration: .init(host: "127.0.0.1", username: "unused", password: nil, database: nil, tls: .disable))
-        let store = ScrollbackStore(client: client, logger: Logger(label: "unused"))
+        // A store that is never run: building the router touches no database.
+        let store = ScrollbackStore(
+            url: DatabaseURL(host: "127.0.0.1", port: 5432, username: "unused", password: nil, database: nil),
+            logger: Logger(label: "unused"))
         let router = buildRouter(store: store, tokens: try await TokenAuthority(secret: TestServer.secret))
         // Hummingbird describes captures as OpenAPI does: `/v1/conversations/{id}`.
         // HEAD routes are generated from the GET ones.

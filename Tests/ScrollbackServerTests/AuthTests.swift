@@ -68,8 +68,7 @@ import Testing
                 }
             }
             // None of those requests created anything.
-            let count = try await server.store.client.query("SELECT count(*) FROM conversations")
-                .decode(Int.self).reduce(0) { $0 + $1 }
+            let count = try await server.store.values(Int.self, "SELECT count(*) FROM conversations").reduce(0, +)
             #expect(count == 0)
         }
     }
@@ -79,8 +78,7 @@ import Testing
         try await TestServer.run { server in
             let reply = try await server.request(.get, "/v1/conversations", headers: [.authorization: "Bearer \(token)"])
             #expect(reply.status == .ok)
-            let users = try await server.store.client.query("SELECT id FROM users").decode(String.self)
-                .reduce(into: [String]()) { $0.append($1) }
+            let users = try await server.store.values(String.self, "SELECT id FROM users")
             #expect(users == ["new.user@example-1"])
         }
     }

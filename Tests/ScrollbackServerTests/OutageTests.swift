@@ -1,19 +1,40 @@
 import Foundation
+import HTTPTypes
 import HummingbirdTesting
 import Logging
-import PostgresNIO
 import ScrollbackEmbeddedPostgres
 import ScrollbackModels
 import ScrollbackServer
 import ScrollbackStore
+import ScrollbackTestSupport
 import Testing
 
-/// The database goes away under a running server and comes back: requests
-/// get 503 with Retry-After meanwhile, nothing crashes, and the server
-/// recovers by itself. Runs on a cluster of its own, which it stops and
-/// starts again on the same port.
+/// The database goes away under a running server, for longer than the
+/// connection pool's circuit breaker window (60 s), and comes back: every
+/// route answers 503 with Retry-After meanwhile, nothing crashes, and the
+/// server recovers by itself. Runs on a cluster of its own, which it stops
+/// and starts again on the same port.
 @Suite struct OutageTests {
-    @Test func databaseOutageGives503WithRetryAfterAndTheServerRecovers() async throws {
+    /// The routes that need the database, each as a request a member may make.
+    static func routes(conversation id: UUID) -> [(HTTPRequest.Method, String, String?)] {
+        [
+            (.get, "/v1/conversations", nil),
+            (.post, "/v1/conversations", #"{"title": "during"}"#),
+            (.get, "/v1/conversations/\(id)", nil),
+            (.post, "/v1/conversations/\(id)/members", #"{"user_id": "carol"}"#),
+            (.delete, "/v1/conversations/\(id)/members/carol", nil),
+            (.post, "/v1/conversations/\(id)/messages", #"{"body": "during", "client_id": "d1"}"#),
+            (.get, "/v1/conversations/\(id)/messages", nil),
+            (.get, "/v1/conversations/\(id)/messages?around_time=2026-01-01T00:00:00Z", nil),
+            (.patch, "/v1/conversations/\(id)/messages/1", #"{"body": "edited"}"#),
+            (.put, "/v1/conversations/\(id)/read", #"{"seq": 1}"#),
+            (.get, "/v1/conversations/\(id)/changes", nil),
+            (.delete, "/v1/conversations/\(id)/messages/2", nil),
+            (.get, "/readyz", nil),
+        ]
+    }
+
+    @Test func anOutageLongerThanThePoolsBreakerGives503WithRetryAfterAndTheServerRecovers() async throws {
         var logger = Logger(label: "scrollback.tests.outage")
         logger.logLevel = .critical
         let port = try EmbeddedPostgres.freeLoopbackPort()
@@ -25,44 +46,68 @@ import Testing
         let running = try cluster.start()
         defer { try? cluster.stopAnyRunning() }
         let url = try DatabaseURL(running.url)
-        let client = PostgresClient(configuration: try url.clientConfiguration(maximumConnections: 4), backgroundLogger: logger)
-        let store = ScrollbackStore(client: client, logger: logger, queryTimeout: .seconds(2))
-        let app = try await buildApplication(
-            configuration: ServerConfiguration(host: "127.0.0.1", port: 0, jwtSecret: TestServer.secret),
-            store: store, logger: logger)
+        let store = ScrollbackStore(
+            url: url, options: StoreOptions(maximumConnections: 4, statementTimeout: .seconds(2)), logger: logger)
+        let app = try await buildApplication(configuration: TestServer.configuration, store: store, logger: logger)
         let tokens = try await TokenAuthority(secret: TestServer.secret)
         let token = try await tokens.token(for: "alice", ttl: 600)
 
-        try await app.test(.live) { client in
-            func get(_ path: String) async throws -> (HTTPResponse.Status, HTTPFields, Data) {
-                try await client.execute(uri: path, method: .get, headers: [.authorization: "Bearer \(token)"]) {
-                    ($0.status, $0.headers, Data(buffer: $0.body))
+        try await TestDatabase.running(store) {
+            try await app.test(.live) { client in
+                func call(_ method: HTTPRequest.Method, _ path: String, _ body: String? = nil) async throws
+                    -> (HTTPResponse.Status, HTTPFields, Data)
+                {
+                    var headers: HTTPFields = [.authorization: "Bearer \(token)"]
+                    if body != nil { headers[.contentType] = "application/json" }
+                    return try await client.execute(
+                        uri: path, method: method, headers: headers, body: body.map { .init(string: $0) }
+                    ) { ($0.status, $0.headers, Data(buffer: $0.body)) }
                 }
+                let created = try await call(.post, "/v1/conversations", #"{"members": ["bob"]}"#)
+                #expect(created.0 == .created)
+                let id = try ScrollbackJSON.decoder().decode(Conversation.self, from: created.2).id
+                for index in 1...3 {
+                    #expect(try await call(.post, "/v1/conversations/\(id)/messages", #"{"body": "m\#(index)"}"#).0 == .created)
+                }
+                #expect(try await call(.get, "/readyz").0 == .ok)
+
+                try cluster.stopAnyRunning()
+
+                // Past the breaker's window, every route still answers 503 at once.
+                let outage = ContinuousClock.now
+                var rounds = 0
+                while ContinuousClock.now - outage < .seconds(66) {
+                    rounds += 1
+                    for (method, path, body) in Self.routes(conversation: id) {
+                        let (status, headers, data) = try await call(method, path, body)
+                        #expect(status == .serviceUnavailable, "\(method) \(path) during the outage: \(status)")
+                        #expect(headers[.retryAfter] == "1", "\(method) \(path)")
+                        let code = try ScrollbackJSON.decoder().decode(APIErrorBody.self, from: data).error.code
+                        #expect(code == "service_unavailable", "\(method) \(path): \(code)")
+                    }
+                    #expect(try await call(.get, "/healthz").0 == .ok)
+                    try await Task.sleep(for: .seconds(2))
+                }
+                // Requests fail fast: many rounds fit in the window.
+                #expect(rounds >= 5)
+
+                let restarted = try cluster.start()
+                #expect(restarted.port == port)
+                var recovered = false
+                for _ in 0..<120 where !recovered {
+                    recovered = try await call(.get, "/v1/conversations").0 == .ok
+                    if !recovered { try await Task.sleep(for: .milliseconds(500)) }
+                }
+                #expect(recovered)
+                // Every route works again; nothing sent during the outage was stored.
+                for (method, path, body) in Self.routes(conversation: id) {
+                    let status = try await call(method, path, body).0
+                    #expect((200..<300).contains(status.code), "\(method) \(path) after the outage: \(status)")
+                }
+                let page = try ScrollbackJSON.decoder().decode(
+                    MessagePage.self, from: try await call(.get, "/v1/conversations/\(id)/messages").2)
+                #expect(page.lastSeq == 4)
             }
-            #expect(try await get("/v1/conversations").0 == .ok)
-            #expect(try await get("/readyz").0 == .ok)
-
-            try cluster.stopAnyRunning()
-
-            let (status, headers, body) = try await get("/v1/conversations")
-            #expect(status == .serviceUnavailable)
-            #expect(headers[.retryAfter] == "1")
-            let error = try ScrollbackJSON.decoder().decode(APIErrorBody.self, from: body)
-            #expect(error.error.code == "service_unavailable")
-            #expect(try await get("/readyz").0 == .serviceUnavailable)
-            #expect(try await get("/healthz").0 == .ok)
-
-            let restarted = try cluster.start()
-            #expect(restarted.port == port)
-            var recovered = false
-            for _ in 0..<60 where !recovered {
-                recovered = try await get("/v1/conversations").0 == .ok
-                if !recovered { try await Task.sleep(for: .milliseconds(500)) }
-            }
-            #expect(recovered)
-            #expect(try await get("/readyz").0 == .ok)
         }
     }
 }
-
-import HTTPTypes

@@ -15,6 +15,14 @@ import Testing
 struct TestServer {
     static let secret = "test-secret-for-the-http-suite-" + String(repeating: "0123456789", count: 4)
 
+    /// A server on a free loopback port, signing with `secret`.
+    static var configuration: ScrollbackConfiguration {
+        var configuration = ScrollbackConfiguration()
+        configuration.port = 0
+        configuration.jwtSecret = secret
+        return configuration
+    }
+
     let client: any TestClientProtocol
     let store: ScrollbackStore
     let tokens: TokenAuthority
@@ -24,8 +32,7 @@ struct TestServer {
             var logger = Logger(label: "scrollback.tests.server")
             logger.logLevel = .warning
             let app = try await buildApplication(
-                configuration: ServerConfiguration(host: "127.0.0.1", port: 0, jwtSecret: secret),
-                store: store, logger: logger, migrateOnStart: false, runsDatabaseClient: false)
+                configuration: configuration, store: store, logger: logger, migrateOnStart: false)
             let tokens = try await TokenAuthority(secret: secret)
             try await app.test(.live) { client in
                 try await test(TestServer(client: client, store: store, tokens: tokens))

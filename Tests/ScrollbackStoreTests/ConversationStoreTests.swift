@@ -50,14 +50,63 @@ import Testing
             let expected = [ids[2], ids[6], ids[5], ids[4], ids[3], ids[1], ids[0]]
 
             var seen: [UUID] = []
-            var mark: Int64? = nil
+            var position: ConversationListPosition? = nil
             repeat {
-                let page = try await store.conversations(for: "alice", limit: 3, after: mark)
+                let page = try await store.conversations(for: "alice", limit: 3, after: position)
                 #expect(page.conversations.count <= 3)
+                #expect(!page.activityChanged)
                 seen += page.conversations.map(\.id)
-                mark = page.next
-            } while mark != nil
+                position = page.next
+            } while position != nil
             #expect(seen == expected)
+        }
+    }
+
+    /// A conversation not listed yet that becomes active between two pages
+    /// jumps above the cursor; the next page says so, and a pass restarted
+    /// from the top lists it. One already listed that becomes active only
+    /// moves: nothing is missed, nothing is flagged.
+    @Test func aConversationThatJumpsAboveTheCursorIsNeverLost() async throws {
+        try await TestDatabase.withStore { store in
+            var ids: [UUID] = []
+            for index in 0..<9 {
+                ids.append(try await store.createConversation(creator: "alice", title: "c\(index)", members: []).id)
+            }
+            let first = try await store.conversations(for: "alice", limit: 3, after: nil)
+            #expect(first.conversations.map(\.id) == [ids[8], ids[7], ids[6]])
+            #expect(!first.activityChanged)
+
+            // Already passed: moves to the top, nothing to report.
+            _ = try await store.send(to: ids[7], from: "alice", body: "already listed", clientID: nil)
+            let second = try await store.conversations(for: "alice", limit: 3, after: first.next)
+            #expect(second.conversations.map(\.id) == [ids[5], ids[4], ids[3]])
+            #expect(!second.activityChanged)
+
+            // Not listed yet: jumps above the cursor, where paging on never finds it.
+            _ = try await store.send(to: ids[1], from: "alice", body: "jumps", clientID: nil)
+            let third = try await store.conversations(for: "alice", limit: 3, after: second.next)
+            #expect(third.conversations.map(\.id) == [ids[2], ids[0]])
+            #expect(third.activityChanged)
+            #expect(third.next == nil)
+
+            // Joining a conversation mid-pass is a change too.
+            let joined = try await store.createConversation(creator: "bob", title: "joined", members: [])
+            let fourthStart = try await store.conversations(for: "alice", limit: 2, after: nil)
+            _ = try await store.addMember("alice", to: joined.id, by: "bob")
+            let fourth = try await store.conversations(for: "alice", limit: 2, after: fourthStart.next)
+            #expect(fourth.activityChanged)
+
+            // Restarting from the top lists every conversation exactly once.
+            var seen: [UUID] = []
+            var position: ConversationListPosition? = nil
+            repeat {
+                let page = try await store.conversations(for: "alice", limit: 4, after: position)
+                #expect(!page.activityChanged)
+                seen += page.conversations.map(\.id)
+                position = page.next
+            } while position != nil
+            #expect(seen.count == 10)
+            #expect(Set(seen) == Set(ids + [joined.id]))
         }
     }
 

@@ -49,8 +49,7 @@ import Testing
             // Only the five real changes took a version.
             #expect(try await store.page(of: id, for: "alice", anchor: .newest, limit: 10).version == 5)
             // The erased body is gone from storage, not only from the API.
-            let stored = try await store.client.query("SELECT count(*) FROM messages WHERE body LIKE '%bob%' OR body LIKE '%carol%'")
-                .decode(Int.self).reduce(0) { $0 + $1 }
+            let stored = try await store.values(Int.self, "SELECT count(*) FROM messages WHERE body LIKE '%bob%' OR body LIKE '%carol%'").reduce(0, +)
             #expect(stored == 0)
         }
     }

@@ -204,8 +204,7 @@ import Testing
             #expect(try await store.send(to: id, from: "alice", body: "first draft", clientID: "k-1") == .replayed(tombstone))
             #expect(try await store.conversation(id, for: "alice").lastSeq == 1)
             // Nothing derived from the erased body stays stored.
-            let hashes = try await store.client.query("SELECT count(sent_body_hash) FROM messages").decode(Int.self)
-                .reduce(0) { $0 + $1 }
+            let hashes = try await store.values(Int.self, "SELECT count(sent_body_hash) FROM messages").reduce(0, +)
             #expect(hashes == 0)
         }
     }

@@ -11,13 +11,10 @@ import Testing
             #expect(!first.isEmpty)
             let second = try await store.migrate()
             #expect(second.isEmpty)
-            let recorded = try await store.client.query("SELECT name FROM schema_migrations ORDER BY version")
-                .decode(String.self).reduce(into: [String]()) { $0.append($1) }
+            let recorded = try await store.values(String.self, "SELECT name FROM schema_migrations ORDER BY version")
             #expect(recorded == first)
             // The schema is really there: the tables answer.
-            let tables = try await store.client.query(
-                "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name IN ('users', 'conversations', 'members', 'messages')"
-            ).decode(Int.self).reduce(0) { $0 + $1 }
+            let tables = try await store.values(Int.self, "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name IN ('users', 'conversations', 'members', 'messages')").reduce(0, +)
             #expect(tables == 4)
         }
     }

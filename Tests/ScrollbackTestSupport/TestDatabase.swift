@@ -40,44 +40,48 @@ public enum TestDatabase {
         try server.get()
     }
 
-    /// Runs `body` with a store on a fresh, migrated schema, then drops it.
+    /// Runs `body` with a running store on a fresh, migrated schema, then drops it.
     public static func withStore<T: Sendable>(
-        maximumConnections: Int = 8, queryTimeout: Duration = .seconds(10), migrated: Bool = true,
-        _ body: (ScrollbackStore) async throws -> T
+        maximumConnections: Int = 8, statementTimeout: Duration = .seconds(10), lockTimeout: Duration = .seconds(10),
+        migrated: Bool = true, _ body: (ScrollbackStore) async throws -> T
     ) async throws -> T {
+        try await withSchema { url, schema in
+            let options = StoreOptions(
+                maximumConnections: maximumConnections, statementTimeout: statementTimeout, lockTimeout: lockTimeout,
+                searchPath: schema)
+            let store = ScrollbackStore(url: url, options: options, logger: logger)
+            return try await running(store) {
+                if migrated { try await store.migrate() }
+                return try await body(store)
+            }
+        }
+    }
+
+    /// Runs `body` while `store`'s pool runs; stops the pool after.
+    public static func running<T: Sendable>(_ store: ScrollbackStore, _ body: () async throws -> T) async throws -> T {
+        try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask {
+                try await store.run()
+                return nil
+            }
+            defer { group.cancelAll() }
+            return try await body()
+        }
+    }
+
+    /// Runs `body` with a fresh, empty schema of the test database, then drops it.
+    public static func withSchema<T: Sendable>(_ body: (DatabaseURL, String) async throws -> T) async throws -> T {
         let url = try url()
         let schema = "test_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
         _ = try await admin(url) { try await $0.query("CREATE SCHEMA \(unescaped: schema)", logger: logger) }
         let outcome: Result<T, any Error>
         do {
-            outcome = .success(
-                try await run(
-                    schema: schema, url: url, maximumConnections: maximumConnections, queryTimeout: queryTimeout,
-                    migrated: migrated, body))
+            outcome = .success(try await body(url, schema))
         } catch {
             outcome = .failure(error)
         }
         _ = try? await admin(url) { try await $0.query("DROP SCHEMA \(unescaped: schema) CASCADE", logger: logger) }
         return try outcome.get()
-    }
-
-    private static func run<T: Sendable>(
-        schema: String, url: DatabaseURL, maximumConnections: Int, queryTimeout: Duration, migrated: Bool,
-        _ body: (ScrollbackStore) async throws -> T
-    ) async throws -> T {
-        let client = PostgresClient(
-            configuration: try url.clientConfiguration(searchPath: schema, maximumConnections: maximumConnections),
-            backgroundLogger: logger)
-        return try await withThrowingTaskGroup(of: T?.self) { group in
-            group.addTask {
-                await client.run()
-                return nil
-            }
-            defer { group.cancelAll() }
-            let store = ScrollbackStore(client: client, logger: logger, queryTimeout: queryTimeout)
-            if migrated { try await store.migrate() }
-            return try await body(store)
-        }
     }
 
     /// One short-lived connection for schema housekeeping.

@@ -1,0 +1,104 @@
+import Logging
+import ScrollbackStore
+
+/// Every setting of the service, read once at start from the environment
+/// (and the command line's flags, which win), checked, and typed. A value
+/// that does not parse is a start-up error that names the variable, never a
+/// silent default. The README's configuration table lists the same names.
+public struct ScrollbackConfiguration: Sendable {
+    /// `HOST` (`--host`): the address to listen on.
+    public var host = "127.0.0.1"
+    /// `PORT` (`--port`): 0 to 65535 (0 picks a free port).
+    public var port = 8080
+    /// `DATABASE_URL`: nil runs the embedded PostgreSQL cluster.
+    public var databaseURL: DatabaseURL?
+    /// `SCROLLBACK_DB_POOL_SIZE`, `SCROLLBACK_DB_TIMEOUT` (the statement
+    /// timeout) and `SCROLLBACK_DB_LOCK_TIMEOUT`.
+    public var store = StoreOptions()
+    /// `SCROLLBACK_JWT_SECRET`: at least 32 bytes. Required with
+    /// `DATABASE_URL`; with the embedded database a generated one is kept in
+    /// the state directory.
+    public var jwtSecret: String?
+    /// `LOG_LEVEL`: trace, debug, info, notice, warning, error or critical.
+    public var logLevel = Logger.Level.info
+    /// `SCROLLBACK_STATE_DIR`: the embedded cluster and the generated secret.
+    public var stateDirectory = ".scrollback"
+
+    public init() {}
+
+    /// The settings in `environment`, with `overrides` (the command line's
+    /// flags, by variable name) taking precedence.
+    public init(environment: [String: String], overrides: [String: String] = [:]) throws {
+        let values = environment.merging(overrides) { _, flag in flag }
+        func value(_ name: String) -> String? {
+            guard let text = values[name], !text.isEmpty else { return nil }
+            return text
+        }
+        if let text = value("HOST") { host = text }
+        if let text = value("PORT") { port = try Self.integer(text, "PORT", in: 0...65_535) }
+        if let text = value("DATABASE_URL") {
+            do {
+                databaseURL = try DatabaseURL(text)
+            } catch let error as DatabaseURL.ParseError {
+                throw Failure(error.description)
+            }
+        }
+        if let text = value("SCROLLBACK_DB_POOL_SIZE") {
+            store.maximumConnections = try Self.integer(text, "SCROLLBACK_DB_POOL_SIZE", in: 1...1_000)
+        }
+        if let text = value("SCROLLBACK_DB_TIMEOUT") { store.statementTimeout = try Self.seconds(text, "SCROLLBACK_DB_TIMEOUT") }
+        if let text = value("SCROLLBACK_DB_LOCK_TIMEOUT") {
+            store.lockTimeout = try Self.seconds(text, "SCROLLBACK_DB_LOCK_TIMEOUT")
+        }
+        if let text = value("SCROLLBACK_JWT_SECRET") {
+            guard text.utf8.count >= TokenAuthority.minimumSecretBytes else { throw Failure(TokenAuthority.WeakSecret().description) }
+            jwtSecret = text
+        }
+        if let text = value("LOG_LEVEL") {
+            guard let level = Logger.Level(rawValue: text.lowercased()) else {
+                throw Failure(
+                    "LOG_LEVEL must be one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")) (got \(text)).")
+            }
+            logLevel = level
+        }
+        if let text = value("SCROLLBACK_STATE_DIR") { stateDirectory = text }
+        if databaseURL != nil && jwtSecret == nil {
+            throw Failure(
+                """
+                SCROLLBACK_JWT_SECRET is not set. With DATABASE_URL set, every instance must share one \
+                signing secret: set SCROLLBACK_JWT_SECRET (for example to the output of `openssl rand -hex 32`).
+                """)
+        }
+    }
+
+    /// A setting that cannot be used, with what to fix.
+    public struct Failure: Error, CustomStringConvertible {
+        public var description: String
+
+        init(_ description: String) {
+            self.description = description
+        }
+    }
+
+    static func integer(_ text: String, _ name: String, in range: ClosedRange<Int>) throws -> Int {
+        guard let number = Int(text), range.contains(number) else {
+            throw Failure("\(name) must be a whole number from \(range.lowerBound) to \(range.upperBound) (got \(text)).")
+        }
+        return number
+    }
+
+    /// Seconds, above 0 and at most an hour; fractions allowed (0.5).
+    static func seconds(_ text: String, _ name: String) throws -> Duration {
+        guard let seconds = Double(text), seconds.isFinite, seconds > 0, seconds <= 3600 else {
+            throw Failure("\(name) must be a number of seconds above 0 and at most 3600 (got \(text)).")
+        }
+        return .milliseconds(max(1, Int((seconds * 1000).rounded())))
+    }
+
+    /// A logger at the configured level.
+    public func logger(_ label: String) -> Logger {
+        var logger = Logger(label: label)
+        logger.logLevel = logLevel
+        return logger
+    }
+}

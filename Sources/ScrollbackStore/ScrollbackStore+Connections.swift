@@ -1,0 +1,83 @@
+import Foundation
+import PostgresNIO
+
+extension ScrollbackStore {
+    /// Runs one statement and returns every row of its result.
+    ///
+    /// The result is read to its end (the command's completion, which
+    /// PostgreSQL sends together with the commit of the statement's implicit
+    /// transaction), never left half-read: a caller answers only after that.
+    func rows(_ query: PostgresQuery, writes: Bool) async throws -> [PostgresRow] {
+        try await withConnection(writes: writes) { connection in
+            try await connection.query(query, logger: logger).collect()
+        }
+    }
+
+    /// Runs `body` on a pooled connection, returned to the pool when `body`
+    /// ends whatever happened in it, under the store's deadline, with driver
+    /// and pool errors turned into `StoreError`s.
+    ///
+    /// A statement PostgreSQL rolled back because of a serialization failure
+    /// or a deadlock is run again (a few times): nothing of it was applied.
+    /// `writes` says whether a lost connection leaves the outcome unknown.
+    /// `bounded: false` waits as long as the work takes (migrations).
+    func withConnection<T: Sendable>(
+        writes: Bool, bounded: Bool = true, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
+    ) async throws -> T {
+        var attempt = 1
+        while true {
+            do {
+                guard bounded else {
+                    return try await client.withConnection { connection in try await body(connection) }
+                }
+                // While the database is unreachable, a request waits for a
+                // connection only briefly: the pool would keep it until its
+                // circuit breaker trips.
+                let connectionLimit = reachability.isReachable ? options.deadline : Self.connectionWaitWhileUnreachable
+                return try await Deadline.run(connection: connectionLimit, total: options.deadline) {
+                    [client, reachability] gate in
+                    try await client.withConnection { connection in
+                        gate.sending()
+                        reachability.update(true)
+                        return try await body(connection)
+                    }
+                }
+            } catch Deadline.Expiry.waitingForConnection {
+                reachability.update(false)
+                logger.warning("database unavailable", metadata: ["reason": "no connection in time"])
+                throw StoreError.unavailable
+            } catch Deadline.Expiry.running {
+                logger.warning("database did not answer in time", metadata: ["writes": "\(writes)"])
+                throw writes ? StoreError.outcomeUnknown : StoreError.unavailable
+            } catch {
+                let translated = DatabaseErrors.translate(error, writes: writes, logger: logger)
+                if case .retry = translated, attempt < Self.retryAttempts {
+                    attempt += 1
+                    continue
+                }
+                throw translated.error
+            }
+        }
+    }
+
+    /// Runs `body` in a transaction on a pooled connection (see `withConnection`).
+    func withTransaction<T: Sendable>(
+        _ body: @escaping @Sendable (PostgresConnection) async throws -> T
+    ) async throws -> T {
+        try await withConnection(writes: true) { [logger] connection in
+            try await connection.withTransaction(logger: logger) { connection in try await body(connection) }
+        }
+    }
+
+    /// How long a request waits for a connection while the last one that
+    /// waited got none.
+    static let connectionWaitWhileUnreachable = Duration.milliseconds(500)
+
+    /// Attempts of a statement that PostgreSQL rolled back for a transient
+    /// conflict (serialization failure, deadlock).
+    static let retryAttempts = 3
+}
+
+extension PSQLError {
+    var sqlState: String? { serverInfo?[.sqlState] }
+}

@@ -1,0 +1,100 @@
+import Foundation
+import PostgresNIO
+import ScrollbackModels
+
+extension ScrollbackStore {
+    /// A page of history, newest first, with the conversation's last seq and
+    /// version read in the same statement (one snapshot, one round trip).
+    public func page(of id: UUID, for user: String, anchor: PageAnchor, limit: Int) async throws -> MessagePage {
+        let scan = PageScan(anchor: anchor, limit: limit)
+        let rows = try await rows(
+            """
+            SELECT c.last_seq, c.version AS conversation_version, \(unescaped: MessageRow.columns("m"))
+            FROM conversations c
+            LEFT JOIN LATERAL (
+                (SELECT * FROM messages
+                 WHERE conversation_id = c.id AND seq <= \(scan.olderFrom)
+                 ORDER BY seq DESC LIMIT \(scan.olderLimit))
+                UNION ALL
+                (SELECT * FROM messages
+                 WHERE conversation_id = c.id AND seq >= \(scan.newerFrom)
+                 ORDER BY seq ASC LIMIT \(scan.newerLimit))
+            ) m ON true
+            WHERE c.id = \(id)
+              AND EXISTS (SELECT 1 FROM members WHERE conversation_id = c.id AND user_id = \(user))
+            """,
+            writes: false)
+        var head: (lastSeq: Int64, version: Int64)?
+        var messages: [Message] = []
+        for row in rows {
+            let columns = row.makeRandomAccess()
+            head = (try columns["last_seq"].decode(Int64.self), try columns["conversation_version"].decode(Int64.self))
+            if let message = try MessageRow.decode(columns, alias: "m", conversation: id) { messages.append(message) }
+        }
+        guard let head else { throw StoreError.conversationNotFound }
+        // UNION ALL promises no order across its branches: `sides` restores each side's.
+        let (older, newer) = scan.sides(of: messages)
+        let page = PageAssembly.assemble(
+            anchor: anchor, limit: limit, lastSeq: head.lastSeq, older: older, newer: newer, seq: \.seq)
+        return MessagePage(
+            messages: page.rows, hasOlder: page.hasOlder, hasNewer: page.hasNewer, lastSeq: head.lastSeq,
+            version: head.version)
+    }
+
+    /// The seq to open history at for a point in time: the first message at
+    /// or after `time`, or the newest when none is (nil while the
+    /// conversation is empty).
+    public func seq(at time: Date, in id: UUID, for user: String) async throws -> Int64? {
+        // The driver traps on dates far outside PostgreSQL's range; nothing is
+        // stored outside the API's range anyway, so clamp to it.
+        let range = ScrollbackJSON.timestampRange
+        let time = min(max(time, range.lowerBound), range.upperBound.addingTimeInterval(-1))
+        let rows = try await rows(
+            """
+            SELECT c.last_seq,
+                   (SELECT m.seq FROM messages m
+                    WHERE m.conversation_id = c.id AND m.created_at >= \(time)
+                    ORDER BY m.created_at, m.seq LIMIT 1)
+            FROM conversations c
+            WHERE c.id = \(id)
+              AND EXISTS (SELECT 1 FROM members WHERE conversation_id = c.id AND user_id = \(user))
+            """,
+            writes: false)
+        guard let (lastSeq, seq) = try rows.first?.decode((Int64, Int64?).self) else {
+            throw StoreError.conversationNotFound
+        }
+        return seq ?? (lastSeq > 0 ? lastSeq : nil)
+    }
+
+    /// The messages created, edited or deleted after `version`, oldest change
+    /// first, each once in its latest state. Versions are dense and commit in
+    /// order, so a client that applies these to any window it holds ends with
+    /// what a fresh fetch of that window returns.
+    public func changes(in id: UUID, for user: String, since version: Int64, limit: Int) async throws -> ChangeSet {
+        let rows = try await rows(
+            """
+            SELECT c.version AS conversation_version, \(unescaped: MessageRow.columns("m"))
+            FROM conversations c
+            LEFT JOIN LATERAL (
+                SELECT * FROM messages
+                WHERE conversation_id = c.id AND version > \(version)
+                ORDER BY version LIMIT \(limit + 1)
+            ) m ON true
+            WHERE c.id = \(id)
+              AND EXISTS (SELECT 1 FROM members WHERE conversation_id = c.id AND user_id = \(user))
+            ORDER BY m.version
+            """,
+            writes: false)
+        var current: Int64?
+        var messages: [Message] = []
+        for row in rows {
+            let columns = row.makeRandomAccess()
+            current = try columns["conversation_version"].decode(Int64.self)
+            if let message = try MessageRow.decode(columns, alias: "m", conversation: id) { messages.append(message) }
+        }
+        guard let current else { throw StoreError.conversationNotFound }
+        guard messages.count > limit else { return ChangeSet(messages: messages, hasMore: false, version: current) }
+        messages.removeLast(messages.count - limit)
+        return ChangeSet(messages: messages, hasMore: true, version: messages.last!.version)
+    }
+}

@@ -1,0 +1,115 @@
+import Foundation
+import PostgresNIO
+import ScrollbackModels
+
+/// The result of a delete: the message became a tombstone, or it already was
+/// one (deleting again is a no-op that returns it).
+public enum DeleteOutcome: Sendable, Equatable {
+    case deleted(Message)
+    case alreadyDeleted(Message)
+
+    public var message: Message {
+        switch self {
+        case .deleted(let message), .alreadyDeleted(let message): message
+        }
+    }
+}
+
+extension ScrollbackStore {
+    /// Replaces a message's body; only its sender may. The edit takes the
+    /// conversation's next version in the same statement.
+    public func edit(_ seq: Int64, in id: UUID, by user: String, body: String) async throws -> Message {
+        for _ in 0..<Self.changeAttempts {
+            if let edited = try await change(seq, in: id, by: user, newBody: body) { return edited }
+            let (message, _) = try await messageForDiagnosis(seq, in: id, for: user)
+            guard message.sender == user else { throw StoreError.forbidden("Only the sender can edit a message.") }
+            guard !message.deleted else { throw StoreError.messageDeleted }
+            // The message committed after the change's snapshot was taken (a
+            // send still in flight): it can be edited now, so try again.
+        }
+        throw StoreError.unavailable
+    }
+
+    /// Turns a message into a tombstone: the body is erased from storage, the
+    /// seq stays. Its sender or the conversation's creator may; deleting a
+    /// tombstone again returns it unchanged.
+    public func delete(_ seq: Int64, in id: UUID, by user: String) async throws -> DeleteOutcome {
+        for _ in 0..<Self.changeAttempts {
+            if let tombstone = try await change(seq, in: id, by: user, newBody: nil) { return .deleted(tombstone) }
+            let (message, creator) = try await messageForDiagnosis(seq, in: id, for: user)
+            guard message.sender == user || creator == user else {
+                throw StoreError.forbidden("Only the sender or the conversation's creator can delete a message.")
+            }
+            if message.deleted { return .alreadyDeleted(message) }
+            // Committed after the change's snapshot: try again (see `edit`).
+        }
+        throw StoreError.unavailable
+    }
+
+    /// A change that found nothing, while a read right after finds the
+    /// message changeable, raced a send that committed in between; a few
+    /// attempts settle it.
+    static let changeAttempts = 3
+
+    /// Edits message `seq` (`newBody`) or deletes it (nil), taking the
+    /// conversation's next version, when it is not deleted and `user` may: its
+    /// sender, or for a deletion also the conversation's creator. Locks are
+    /// taken in the order every writer uses: the conversation row, then the
+    /// member row (so a removal that committed meanwhile is seen), then the
+    /// message row (re-checked if it changed meanwhile). Nil when nothing matched.
+    private func change(_ seq: Int64, in id: UUID, by user: String, newBody: String?) async throws -> Message? {
+        let deleting = newBody == nil
+        let body = newBody ?? ""
+        let rows = try await rows(
+            """
+            WITH conv AS (
+                SELECT id, created_by FROM conversations WHERE id = \(id)
+                FOR NO KEY UPDATE
+            ), member AS (
+                SELECT user_id FROM members
+                WHERE conversation_id = (SELECT id FROM conv) AND user_id = \(user)
+                FOR KEY SHARE
+            ), target AS (
+                SELECT m.seq FROM messages m
+                WHERE m.conversation_id = (SELECT id FROM conv) AND m.seq = \(seq) AND NOT m.deleted
+                  AND (m.sender = \(user) OR (\(deleting) AND (SELECT created_by FROM conv) = \(user)))
+                  AND EXISTS (SELECT 1 FROM member)
+                FOR UPDATE OF m
+            ), c AS (
+                UPDATE conversations SET version = version + 1
+                WHERE id = \(id) AND EXISTS (SELECT 1 FROM target)
+                RETURNING version
+            )
+            UPDATE messages m
+            SET version = c.version,
+                body = \(body),
+                deleted = \(deleting),
+                sent_body_hash = CASE WHEN \(deleting) THEN NULL ELSE m.sent_body_hash END,
+                edited_at = CASE WHEN \(deleting) THEN m.edited_at ELSE clock_timestamp() END
+            FROM c
+            WHERE m.conversation_id = \(id) AND m.seq = \(seq)
+            RETURNING \(unescaped: MessageRow.columns("m"))
+            """,
+            writes: true)
+        return try rows.first.flatMap { try MessageRow.decode($0.makeRandomAccess(), alias: "m", conversation: id) }
+    }
+
+    /// The message and the conversation's creator, for explaining why a
+    /// change did not apply.
+    private func messageForDiagnosis(_ seq: Int64, in id: UUID, for user: String) async throws -> (Message, String) {
+        let rows = try await rows(
+            """
+            SELECT c.created_by, \(unescaped: MessageRow.columns("m"))
+            FROM conversations c
+            LEFT JOIN messages m ON m.conversation_id = c.id AND m.seq = \(seq)
+            WHERE c.id = \(id)
+              AND EXISTS (SELECT 1 FROM members WHERE conversation_id = c.id AND user_id = \(user))
+            """,
+            writes: false)
+        guard let columns = rows.first?.makeRandomAccess() else { throw StoreError.conversationNotFound }
+        guard let message = try MessageRow.decode(columns, alias: "m", conversation: id) else {
+            throw StoreError.messageNotFound
+        }
+        return (message, try columns["created_by"].decode(String.self))
+    }
+}

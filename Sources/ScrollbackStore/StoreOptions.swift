@@ -1,0 +1,49 @@
+/// How the store uses its database: pool size and the limits PostgreSQL
+/// enforces on every statement.
+public struct StoreOptions: Sendable, Equatable {
+    /// Connections in the pool.
+    public var maximumConnections: Int
+    /// `statement_timeout`: PostgreSQL cancels a statement that runs longer
+    /// (and rolls it back), so no request holds a connection past it.
+    public var statementTimeout: Duration
+    /// `lock_timeout`: a statement that waits longer for a row lock is
+    /// cancelled (and rolled back).
+    public var lockTimeout: Duration
+    /// The schema to use (`search_path`); nil for the server's default. The
+    /// tests give each test a schema of its own.
+    public var searchPath: String?
+
+    public init(
+        maximumConnections: Int = 20, statementTimeout: Duration = .seconds(5), lockTimeout: Duration = .seconds(2),
+        searchPath: String? = nil
+    ) {
+        self.maximumConnections = maximumConnections
+        self.statementTimeout = statementTimeout
+        self.lockTimeout = lockTimeout
+        self.searchPath = searchPath
+    }
+
+    /// How long a request waits for the database at most, lease included:
+    /// the statement timeout, plus a grace for the round trip and for a
+    /// server that stopped answering altogether (which no server-side limit
+    /// can end).
+    var deadline: Duration { statementTimeout + .seconds(2) }
+
+    /// Session settings sent with every new connection.
+    var startupParameters: [(String, String)] {
+        var parameters = [
+            ("application_name", "scrollback"),
+            ("statement_timeout", "\(Self.milliseconds(statementTimeout))"),
+            ("lock_timeout", "\(Self.milliseconds(lockTimeout))"),
+            // A transaction left open by a stuck task must not hold its locks.
+            ("idle_in_transaction_session_timeout", "\(Self.milliseconds(statementTimeout) * 2)"),
+        ]
+        if let searchPath { parameters.append(("search_path", searchPath)) }
+        return parameters
+    }
+
+    static func milliseconds(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        return max(1, seconds * 1000 + attoseconds / 1_000_000_000_000_000)
+    }
+}

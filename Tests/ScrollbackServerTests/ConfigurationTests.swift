@@ -1,0 +1,76 @@
+import ScrollbackServer
+import ScrollbackStore
+import Testing
+
+@Suite struct ConfigurationTests {
+    static let secret = String(repeating: "s", count: 32)
+
+    @Test func anEmptyEnvironmentGivesTheLocalDefaults() throws {
+        let configuration = try ScrollbackConfiguration(environment: [:])
+        #expect(configuration.host == "127.0.0.1")
+        #expect(configuration.port == 8080)
+        #expect(configuration.databaseURL == nil)
+        #expect(configuration.store == StoreOptions())
+        #expect(configuration.store.maximumConnections == 20)
+        #expect(configuration.store.statementTimeout == .seconds(5))
+        #expect(configuration.store.lockTimeout == .seconds(2))
+        #expect(configuration.jwtSecret == nil)
+        #expect(configuration.logLevel == .info)
+        #expect(configuration.stateDirectory == ".scrollback")
+    }
+
+    @Test func everyVariableIsRead() throws {
+        let configuration = try ScrollbackConfiguration(environment: [
+            "HOST": "0.0.0.0", "PORT": "9000", "DATABASE_URL": "postgres://u:p@db:6543/chat",
+            "SCROLLBACK_DB_POOL_SIZE": "7", "SCROLLBACK_DB_TIMEOUT": "1.5", "SCROLLBACK_DB_LOCK_TIMEOUT": "0.25",
+            "SCROLLBACK_JWT_SECRET": Self.secret, "LOG_LEVEL": "debug", "SCROLLBACK_STATE_DIR": "/var/lib/sb",
+        ])
+        #expect(configuration.host == "0.0.0.0")
+        #expect(configuration.port == 9000)
+        #expect(configuration.databaseURL == DatabaseURL(host: "db", port: 6543, username: "u", password: "p", database: "chat"))
+        #expect(configuration.store.maximumConnections == 7)
+        #expect(configuration.store.statementTimeout == .milliseconds(1500))
+        #expect(configuration.store.lockTimeout == .milliseconds(250))
+        #expect(configuration.jwtSecret == Self.secret)
+        #expect(configuration.logLevel == .debug)
+        #expect(configuration.stateDirectory == "/var/lib/sb")
+    }
+
+    @Test func flagsWinOverTheEnvironment() throws {
+        let configuration = try ScrollbackConfiguration(
+            environment: ["PORT": "9000", "HOST": "0.0.0.0"], overrides: ["PORT": "9001"])
+        #expect(configuration.port == 9001)
+        #expect(configuration.host == "0.0.0.0")
+    }
+
+    @Test(arguments: [
+        ("PORT", "abc", "PORT must be a whole number from 0 to 65535 (got abc)."),
+        ("PORT", "70000", "PORT must be a whole number from 0 to 65535 (got 70000)."),
+        ("SCROLLBACK_DB_POOL_SIZE", "0", "SCROLLBACK_DB_POOL_SIZE must be a whole number from 1 to 1000 (got 0)."),
+        ("SCROLLBACK_DB_TIMEOUT", "nan", "SCROLLBACK_DB_TIMEOUT must be a number of seconds above 0 and at most 3600 (got nan)."),
+        ("SCROLLBACK_DB_LOCK_TIMEOUT", "-1", "SCROLLBACK_DB_LOCK_TIMEOUT must be a number of seconds above 0 and at most 3600 (got -1)."),
+        ("LOG_LEVEL", "loud", "LOG_LEVEL must be one of trace, debug, info, notice, warning, error, critical (got loud)."),
+        ("DATABASE_URL", "mysql://x", "DATABASE_URL must look like postgres://user:password@host:5432/database"),
+    ])
+    func aBadValueIsAStartupErrorNamingTheVariable(_ name: String, _ value: String, _ message: String) {
+        #expect(throws: ScrollbackConfiguration.Failure.self) {
+            try ScrollbackConfiguration(environment: [name: value])
+        }
+        do {
+            _ = try ScrollbackConfiguration(environment: [name: value, "SCROLLBACK_JWT_SECRET": Self.secret])
+        } catch let failure as ScrollbackConfiguration.Failure {
+            #expect(failure.description == message)
+        } catch {
+            Issue.record("unexpected \(error)")
+        }
+    }
+
+    @Test func aSharedDatabaseNeedsASharedSecret() {
+        #expect(throws: ScrollbackConfiguration.Failure.self) {
+            try ScrollbackConfiguration(environment: ["DATABASE_URL": "postgres://u@db/chat"])
+        }
+        #expect(throws: ScrollbackConfiguration.Failure.self) {
+            try ScrollbackConfiguration(environment: ["SCROLLBACK_JWT_SECRET": "short"])
+        }
+    }
+}

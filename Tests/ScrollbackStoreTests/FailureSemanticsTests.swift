@@ -1,0 +1,210 @@
+import Foundation
+import PostgresNIO
+import ScrollbackModels
+import ScrollbackStore
+import ScrollbackTestSupport
+import Testing
+
+/// What the store promises when the database is slow, contended or racing:
+/// deadlines that really end a request, answers only after the commit,
+/// membership checked under the lock it races with, and replays that never
+/// wedge the pool.
+@Suite struct FailureSemanticsTests {
+    /// Polls until some backend of the store waits for a lock.
+    static func waitUntilBlocked(_ connection: PostgresConnection) async throws {
+        for _ in 0..<400 {
+            let rows = try await connection.query(
+                """
+                SELECT count(*) FROM pg_stat_activity
+                WHERE application_name = 'scrollback' AND wait_event_type = 'Lock'
+                """,
+                logger: .init(label: "test")
+            ).collect()
+            if try rows.first?.decode(Int.self) ?? 0 > 0 { return }
+            try await Task.sleep(for: .milliseconds(25))
+        }
+        Issue.record("no statement of the store ever waited for the lock")
+    }
+
+    /// A row held by another client: every send to it waits at most the lock
+    /// timeout and is then refused (rolled back), long before the holder
+    /// lets go; afterwards nothing was stored and the pool serves at once.
+    @Test func aSendWaitingForALockIsEndedByTheDatabaseNotByTheHolder() async throws {
+        try await TestDatabase.withStore(maximumConnections: 4, statementTimeout: .seconds(3), lockTimeout: .milliseconds(300)) {
+            store in
+            let conversation = try await store.createConversation(creator: "alice", title: nil, members: [])
+            let released = ReleaseFlag()
+            try await TestDatabase.otherConnection(to: store) { holder in
+                try await holder.query("BEGIN", logger: .init(label: "test"))
+                try await holder.query(
+                    "SELECT * FROM conversations WHERE id = \(conversation.id) FOR UPDATE", logger: .init(label: "test"))
+                // More senders than pooled connections: none may wait for the holder.
+                let outcomes = await withTaskGroup(of: Result<SendOutcome, any Error>.self) { group in
+                    for index in 0..<12 {
+                        group.addTask {
+                            let outcome: Result<SendOutcome, any Error>
+                            do {
+                                outcome = .success(
+                                    try await store.send(
+                                        to: conversation.id, from: "alice", body: "m\(index)", clientID: "c\(index)"))
+                            } catch {
+                                outcome = .failure(error)
+                            }
+                            #expect(!released.isSet, "a send waited until the lock was released")
+                            return outcome
+                        }
+                    }
+                    return await group.reduce(into: []) { $0.append($1) }
+                }
+                released.set()
+                try await holder.query("ROLLBACK", logger: .init(label: "test"))
+                for outcome in outcomes {
+                    #expect(throws: StoreError.unavailable) { try outcome.get() }
+                }
+            }
+            // Nothing committed: the next send takes seq 1, at once.
+            let next = try await store.send(to: conversation.id, from: "alice", body: "after", clientID: "c0")
+            #expect(next == .created(next.message))
+            #expect(next.message.seq == 1)
+            #expect(await store.ping())
+        }
+    }
+
+    /// The first rows of a large result reach the client before PostgreSQL
+    /// commits (here the commit is slowed by a deferred trigger): a write
+    /// answers only once its statement's result has been read to the end,
+    /// which PostgreSQL sends with the commit, so what it wrote is visible to
+    /// every other client by then. Checked on the store's statement runner
+    /// with a result of three 16 KB rows, and on a send of a 16 KB body.
+    @Test func aWriteAnswersOnlyAfterItsCommit() async throws {
+        try await TestDatabase.withStore { store in
+            _ = try await store.values(
+                Int.self,
+                """
+                CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS
+                $$ BEGIN PERFORM pg_sleep(0.5); RETURN NULL; END $$
+                """)
+            for table in ["messages", "users"] {
+                _ = try await store.values(
+                    Int.self,
+                    """
+                    CREATE CONSTRAINT TRIGGER slow_commit AFTER INSERT ON \(unescaped: table)
+                    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION slow_commit()
+                    """)
+            }
+            func visible(_ query: PostgresQuery) async throws -> Int? {
+                try await TestDatabase.otherConnection(to: store) { other in
+                    try await other.query(query, logger: .init(label: "test")).collect().first?.decode(Int.self)
+                }
+            }
+            // 16 KB of UTF-8 per row, twice PostgreSQL's send buffer: every
+            // row but the last is flushed to the client before the commit.
+            let big = String(repeating: "😀", count: 4_000)
+            let inserted = try await store.values(
+                String.self,
+                "INSERT INTO users (id) SELECT \(big) || g FROM generate_series(1, 3) AS g RETURNING id")
+            #expect(inserted.count == 3)
+            #expect(try await visible("SELECT count(*) FROM users") == 3)
+
+            let conversation = try await store.createConversation(creator: "alice", title: nil, members: [])
+            let sent = try await store.send(to: conversation.id, from: "alice", body: big, clientID: "big")
+            #expect(try await visible("SELECT count(*) FROM messages") == 1)
+            #expect(sent.message.body == big)
+        }
+    }
+
+    /// A removal holds the conversation row while a send (or an edit) from
+    /// the member being removed waits for it: once the removal commits, the
+    /// waiting write sees it and is refused; nothing of it is stored.
+    @Test(arguments: ["send", "edit"])
+    func aWriteThatWaitedForARemovalSeesIt(_ write: String) async throws {
+        try await TestDatabase.withStore { store in
+            let conversation = try await store.createConversation(creator: "alice", title: nil, members: ["bob"])
+            let original = try await store.send(to: conversation.id, from: "bob", body: "original", clientID: nil)
+            try await TestDatabase.otherConnection(to: store) { remover in
+                try await remover.query("BEGIN", logger: .init(label: "test"))
+                try await remover.query(
+                    "SELECT * FROM conversations WHERE id = \(conversation.id) FOR UPDATE", logger: .init(label: "test"))
+                let blocked = Task {
+                    if write == "send" {
+                        _ = try await store.send(to: conversation.id, from: "bob", body: "too late", clientID: nil)
+                    } else {
+                        _ = try await store.edit(original.message.seq, in: conversation.id, by: "bob", body: "too late")
+                    }
+                }
+                try await Self.waitUntilBlocked(remover)
+                try await remover.query(
+                    "DELETE FROM members WHERE conversation_id = \(conversation.id) AND user_id = 'bob'",
+                    logger: .init(label: "test"))
+                try await remover.query("COMMIT", logger: .init(label: "test"))
+                await #expect(throws: StoreError.conversationNotFound) { try await blocked.value }
+            }
+            let page = try await store.page(of: conversation.id, for: "alice", anchor: .newest, limit: 10)
+            #expect(page.messages.map(\.body) == ["original"])
+            #expect(page.lastSeq == 1)
+        }
+    }
+
+    /// Sixteen clients re-send one stored message (same client_id, same
+    /// body) over and over, through a small pool: every retry is the
+    /// original, and afterwards the pool still serves a new send and a ping.
+    @Test func aRetryStormLeavesThePoolServing() async throws {
+        try await TestDatabase.withStore(maximumConnections: 4, statementTimeout: .seconds(3)) { store in
+            let conversation = try await store.createConversation(creator: "alice", title: nil, members: [])
+            let first = try await store.send(to: conversation.id, from: "alice", body: "once", clientID: "x1")
+            let replays = try await withThrowingTaskGroup(of: [SendOutcome].self) { group in
+                for _ in 0..<16 {
+                    group.addTask {
+                        var outcomes: [SendOutcome] = []
+                        for _ in 0..<40 {
+                            outcomes.append(
+                                try await store.send(to: conversation.id, from: "alice", body: "once", clientID: "x1"))
+                        }
+                        return outcomes
+                    }
+                }
+                return try await group.reduce(into: []) { $0 += $1 }
+            }
+            #expect(replays.count == 640)
+            #expect(replays.allSatisfy { $0 == .replayed(first.message) })
+            let next = try await store.send(to: conversation.id, from: "alice", body: "new", clientID: "x2")
+            #expect(next.message.seq == 2)
+            #expect(await store.ping())
+        }
+    }
+
+    /// Concurrent first sends of one client_id (a retry racing the original)
+    /// store one message; every other attempt gets it back as a replay.
+    @Test func concurrentFirstSendsOfOneClientIDStoreOneMessage() async throws {
+        try await TestDatabase.withStore(maximumConnections: 8) { store in
+            let conversation = try await store.createConversation(creator: "alice", title: nil, members: [])
+            for round in 0..<10 {
+                let outcomes = try await withThrowingTaskGroup(of: SendOutcome.self) { group in
+                    for _ in 0..<8 {
+                        group.addTask {
+                            try await store.send(
+                                to: conversation.id, from: "alice", body: "tap \(round)", clientID: "race-\(round)")
+                        }
+                    }
+                    return try await group.reduce(into: []) { $0.append($1) }
+                }
+                let created = outcomes.filter { if case .created = $0 { true } else { false } }
+                #expect(created.count == 1)
+                #expect(Set(outcomes.map(\.message.seq)) == [Int64(round + 1)])
+            }
+            let page = try await store.page(of: conversation.id, for: "alice", anchor: .newest, limit: 50)
+            #expect(page.lastSeq == 10)
+            #expect(page.messages.map(\.seq) == Array((1...10).reversed()))
+        }
+    }
+}
+
+/// Set once, read from any task.
+final class ReleaseFlag: @unchecked Sendable {
+    // `@unchecked Sendable`: the one field is only touched under `lock`.
+    private let lock = NSLock()
+    private var value = false
+
+    var isSet: Bool { lock.withLock { value } }
+    func set() { lock.withLock { value = true } }
+}

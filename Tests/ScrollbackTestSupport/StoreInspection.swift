@@ -1,0 +1,31 @@
+import PostgresNIO
+@testable import ScrollbackStore
+
+extension ScrollbackStore {
+    /// The first column of every row of `query`, run on the store's own
+    /// schema: for tests that look behind the API at what is stored.
+    public func values<T: PostgresDecodable>(_ type: T.Type, _ query: PostgresQuery) async throws -> [T] {
+        try await rows(query, writes: true).map { try $0.decode(T.self) }
+    }
+}
+
+extension ScrollbackStore {
+    /// The schema the store works in (each test has its own).
+    public var schema: String? { options.searchPath }
+}
+
+extension TestDatabase {
+    /// Runs `body` on a connection of its own (outside the store's pool) in
+    /// `store`'s schema: another client of the same database, for holding
+    /// locks or looking at rows while the store works.
+    public static func otherConnection<T: Sendable>(
+        to store: ScrollbackStore, _ body: (PostgresConnection) async throws -> T
+    ) async throws -> T {
+        try await admin(try url()) { connection in
+            if let schema = store.schema {
+                try await connection.query("SET search_path TO \(unescaped: schema)", logger: logger)
+            }
+            return try await body(connection)
+        }
+    }
+}
