@@ -1,6 +1,6 @@
 /// User ids belong to the integrating app; Scrollback only checks their shape.
 public enum UserID {
-    public static let maxLength = 64
+    public static let maxLength = APILimits.maxUserIDLength
 
     /// 1 to 64 characters of `A-Z a-z 0-9 . _ @ -`.
     public static func isValid(_ id: String) -> Bool {
@@ -18,5 +18,5 @@ public enum UserID {
         }
     }
 
-    public static let rule = "1 to 64 characters of A-Z a-z 0-9 . _ @ -"
+    public static let rule = "1 to \(maxLength) characters of A-Z a-z 0-9 . _ @ -"
 }

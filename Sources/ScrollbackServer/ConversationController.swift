@@ -63,7 +63,7 @@ struct ConversationController {
         let id = try Self.conversationID(context)
         let input = try await RequestBody.decode(ReadMarkerRequest.self, from: request)
         guard input.seq >= 0 else {
-            throw APIError.unprocessable("invalid_read_seq", "Field `seq` must be 0 or more.")
+            throw APIError.unprocessable(.invalidReadSeq, "Field `seq` must be 0 or more.")
         }
         return JSONResponse.make(try await store.markRead(input.seq, in: id, by: user))
     }

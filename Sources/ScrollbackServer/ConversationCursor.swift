@@ -1,4 +1,5 @@
 import Foundation
+import ScrollbackModels
 
 /// The conversation list's cursor: opaque to clients, an activity mark inside.
 enum ConversationCursor {
@@ -17,7 +18,7 @@ enum ConversationCursor {
             let mark = Int64(text.dropFirst(2)), mark >= 0
         else {
             throw APIError.badRequest(
-                "invalid_parameter", "`cursor` must be a next_cursor value returned by this endpoint.")
+                .invalidParameter, "`cursor` must be a next_cursor value returned by this endpoint.")
         }
         return mark
     }

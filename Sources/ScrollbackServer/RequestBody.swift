@@ -6,7 +6,7 @@ import ScrollbackModels
 /// Reading and decoding request bodies at the edge.
 enum RequestBody {
     /// Larger bodies get 413.
-    static let limit = 64 * 1024
+    static let limit = APILimits.maxRequestBodyBytes
     static let decoder = ScrollbackJSON.decoder()
 
     static func decode<T: Decodable>(_ type: T.Type, from request: Request) async throws -> T {
@@ -20,19 +20,19 @@ enum RequestBody {
             throw APIError.payloadTooLarge(limit: limit)
         }
         guard buffer.readableBytes > 0 else {
-            throw APIError.badRequest("invalid_json", "The request needs a JSON object body.")
+            throw APIError.badRequest(.invalidJSON, "The request needs a JSON object body.")
         }
         do {
             return try decoder.decode(T.self, from: Data(buffer.readableBytesView))
         } catch let error as DecodingError {
             throw APIError.badRequest(Self.code(of: error), Self.explain(error))
         } catch {
-            throw APIError.badRequest("invalid_json", "The request body is not valid JSON.")
+            throw APIError.badRequest(.invalidJSON, "The request body is not valid JSON.")
         }
     }
 
     /// `invalid_json` when the body as a whole is wrong, `invalid_field` when one field is.
-    static func code(of error: DecodingError) -> String {
+    static func code(of error: DecodingError) -> APIErrorCode {
         let path: [any CodingKey]
         switch error {
         case .dataCorrupted(let context), .typeMismatch(_, let context), .valueNotFound(_, let context):
@@ -42,7 +42,7 @@ enum RequestBody {
         @unknown default:
             path = []
         }
-        return path.isEmpty ? "invalid_json" : "invalid_field"
+        return path.isEmpty ? .invalidJSON : .invalidField
     }
 
     /// A sentence naming the field (snake_case, as sent) and what it must be.

@@ -72,7 +72,7 @@ import Testing
             #expect(badID.status == .unprocessableContent)
             let forbidden = try await server.request(.delete, "\(membersPath)/dave", as: "bob")
             #expect(forbidden.status == .forbidden)
-            #expect(try forbidden.error().error.code == "forbidden")
+            #expect(try forbidden.error().error.code == .forbidden)
             #expect(try await server.request(.delete, "\(membersPath)/dave", as: "dave").status == .noContent)
             #expect(try await server.request(.delete, "\(membersPath)/bob", as: "alice").status == .noContent)
             #expect(try await server.request(.delete, "\(membersPath)/zed", as: "alice").status == .notFound)

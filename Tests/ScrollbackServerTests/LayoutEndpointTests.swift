@@ -69,7 +69,7 @@ import Testing
 
             let list = try await server.request(.get, "/v1/conversations")
             #expect(list.status == .unauthorized)
-            #expect(try list.error().error.code == "unauthorized")
+            #expect(try list.error().error.code == .unauthorized)
             let create = try await server.request(.post, "/v1/conversations", rawBody: #"{"members": []}"#)
             #expect(create.status == .unauthorized)
             let conversation = try await server.createConversation(as: "alice")
@@ -78,20 +78,21 @@ import Testing
         }
     }
 
-    @Test func atMostTenThousandItems() async throws {
+    @Test func atMostTheItemLimit() async throws {
         try await TestServer.run { server in
             func body(_ count: Int) -> String {
                 #"{"viewport_height": 640, "item_heights": ["# + Array(repeating: "1", count: count).joined(separator: ",")
                     + "]}"
             }
-            let most = try await server.request(.post, Self.path, rawBody: body(10_000))
+            let limit = APILimits.maxLayoutItems
+            let most = try await server.request(.post, Self.path, rawBody: body(limit))
             #expect(most.status == .ok)
-            #expect(try most.decode(LayoutResponse.self).items.count == 10_000)
-            let tooMany = try await server.request(.post, Self.path, rawBody: body(10_001))
+            #expect(try most.decode(LayoutResponse.self).items.count == limit)
+            let tooMany = try await server.request(.post, Self.path, rawBody: body(limit + 1))
             #expect(tooMany.status == .unprocessableContent, "\(tooMany.text)")
             let error = try tooMany.error().error
-            #expect(error.code == "too_many_items")
-            #expect(error.message.contains("10000") && error.message.contains("10001"))
+            #expect(error.code == .tooManyItems)
+            #expect(error.message.contains("\(limit)") && error.message.contains("\(limit + 1)"))
         }
     }
 
@@ -111,7 +112,7 @@ import Testing
                 let reply = try await server.request(.post, Self.path, rawBody: body)
                 #expect(reply.status == .unprocessableContent, "\(body): \(reply.text)")
                 let error = try reply.error().error
-                #expect(error.code == "invalid_layout_input", "\(body)")
+                #expect(error.code == .invalidLayoutInput, "\(body)")
                 #expect(error.message.hasPrefix(field), "\(body): \(error.message)")
             }
         }
@@ -119,19 +120,19 @@ import Testing
 
     @Test func malformedRequestsAre400AndOversizedBodies413() async throws {
         try await TestServer.run { server in
-            let cases: [(String, String, String?)] = [
-                (#"{"item_heights": [10]}"#, "invalid_field", "viewport_height"),
-                (#"{"viewport_height": 640}"#, "invalid_field", "item_heights"),
-                (#"{"viewport_height": "640", "item_heights": [10]}"#, "invalid_field", "viewport_height"),
-                (#"{"viewport_height": 640, "item_heights": [10, "x"]}"#, "invalid_field", "item_heights[1]"),
-                (#"{"viewport_height": 640, "item_heights": 10}"#, "invalid_field", "item_heights"),
-                (#"{"viewport_height": 640, "item_heights": [], "spacing": true}"#, "invalid_field", "spacing"),
-                (#"{"viewport_height": null, "item_heights": []}"#, "invalid_field", "viewport_height"),
+            let cases: [(String, APIErrorCode, String?)] = [
+                (#"{"item_heights": [10]}"#, .invalidField, "viewport_height"),
+                (#"{"viewport_height": 640}"#, .invalidField, "item_heights"),
+                (#"{"viewport_height": "640", "item_heights": [10]}"#, .invalidField, "viewport_height"),
+                (#"{"viewport_height": 640, "item_heights": [10, "x"]}"#, .invalidField, "item_heights[1]"),
+                (#"{"viewport_height": 640, "item_heights": 10}"#, .invalidField, "item_heights"),
+                (#"{"viewport_height": 640, "item_heights": [], "spacing": true}"#, .invalidField, "spacing"),
+                (#"{"viewport_height": null, "item_heights": []}"#, .invalidField, "viewport_height"),
                 // Beyond Double's range: the JSON parser refuses it, so it can never arrive as infinity.
-                (#"{"viewport_height": 1e400, "item_heights": []}"#, "invalid_json", nil),
-                (#"[640]"#, "invalid_json", nil),
-                (#"{"viewport_height": 640,"#, "invalid_json", nil),
-                ("", "invalid_json", nil),
+                (#"{"viewport_height": 1e400, "item_heights": []}"#, .invalidJSON, nil),
+                (#"[640]"#, .invalidJSON, nil),
+                (#"{"viewport_height": 640,"#, .invalidJSON, nil),
+                ("", .invalidJSON, nil),
             ]
             for (body, code, field) in cases {
                 let reply = try await server.request(.post, Self.path, rawBody: body)
@@ -144,7 +145,7 @@ import Testing
                 + "1]}"
             let tooLarge = try await server.request(.post, Self.path, rawBody: huge)
             #expect(tooLarge.status == .contentTooLarge)
-            #expect(try tooLarge.error().error.code == "payload_too_large")
+            #expect(try tooLarge.error().error.code == .payloadTooLarge)
         }
     }
 
@@ -224,7 +225,7 @@ import Testing
         }
         #expect(throws: LayoutCommandLine.Failure.self) {
             try LayoutCommandLine.layout(
-                LayoutRequest(viewportHeight: 100, itemHeights: Array(repeating: 1, count: 10_001)))
+                LayoutRequest(viewportHeight: 100, itemHeights: Array(repeating: 1, count: APILimits.maxLayoutItems + 1)))
         }
     }
 }

@@ -48,7 +48,7 @@ import Testing
             #expect(status == .serviceUnavailable)
             #expect(headers[.retryAfter] == "1")
             let error = try ScrollbackJSON.decoder().decode(APIErrorBody.self, from: body)
-            #expect(error.error.code == "service_unavailable")
+            #expect(error.error.code == .serviceUnavailable)
             #expect(try await get("/readyz").0 == .serviceUnavailable)
             #expect(try await get("/healthz").0 == .ok)
 
