@@ -85,6 +85,11 @@ let package = Package(
             ]
         ),
         .testTarget(
+            name: "ScrollbackModelsTests",
+            dependencies: ["ScrollbackModels"],
+            resources: [.copy("Fixtures")]
+        ),
+        .testTarget(
             name: "ScrollbackEmbeddedPostgresTests",
             dependencies: ["ScrollbackEmbeddedPostgres"]
         ),
