@@ -20,7 +20,7 @@ public struct APIError: Error, HTTPResponseError, Equatable {
     }
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {
-        var response = JSONResponse.make(APIErrorBody(code: code, message: message), status: status)
+        var response = try JSONResponse.make(APIErrorBody(code: code, message: message), status: status)
         response.headers.append(contentsOf: headers)
         return response
     }

@@ -7,9 +7,23 @@ import ScrollbackModels
 enum JSONResponse {
     static let encoder = ScrollbackJSON.encoder()
 
-    static func make(_ value: some Encodable, status: HTTPResponse.Status = .ok) -> Response {
-        // Encoding our own wire types cannot fail.
-        let data = (try? encoder.encode(value)) ?? Data("{}".utf8)
+    /// A value JSON cannot carry (an infinity or NaN in a number): a bug on
+    /// our side. ErrorMiddleware logs it and answers 500 `internal_error`;
+    /// a client never gets a success with a body that is not the value.
+    struct EncodingFailure: Error, CustomStringConvertible {
+        var type: String
+        var underlying: any Error
+
+        var description: String { "could not encode \(type) as JSON: \(underlying)" }
+    }
+
+    static func make(_ value: some Encodable, status: HTTPResponse.Status = .ok) throws(EncodingFailure) -> Response {
+        let data: Data
+        do {
+            data = try encoder.encode(value)
+        } catch {
+            throw EncodingFailure(type: "\(type(of: value))", underlying: error)
+        }
         return Response(
             status: status,
             headers: [.contentType: "application/json; charset=utf-8"],

@@ -101,12 +101,16 @@ public enum LayoutCommandLine {
         }
     }
 
-    /// The endpoint's response body for `layout`, pretty-printed with sorted keys.
-    public static func json(_ layout: ChatLayout) -> String {
+    /// The endpoint's response body for `layout`, pretty-printed with sorted
+    /// keys; a failure rather than `{}` should the layout hold a number JSON
+    /// cannot carry.
+    public static func json(_ layout: ChatLayout) throws(Failure) -> String {
         let encoder = ScrollbackJSON.encoder()
         encoder.outputFormatting.insert(.prettyPrinted)
-        // Encoding our own wire types cannot fail.
-        let data = (try? encoder.encode(LayoutResponse(layout))) ?? Data("{}".utf8)
-        return String(decoding: data, as: UTF8.self)
+        do {
+            return String(decoding: try encoder.encode(LayoutResponse(layout)), as: UTF8.self)
+        } catch {
+            throw Failure("The layout cannot be written as JSON: \(error)")
+        }
     }
 }

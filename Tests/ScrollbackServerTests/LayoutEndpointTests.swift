@@ -118,6 +118,28 @@ import Testing
         }
     }
 
+    /// Sizes that are each fine but whose positions or sums pass the largest
+    /// Double are refused like any impossible input; JSON has no infinity, so
+    /// answering them would mean a body that is not the layout.
+    @Test func overflowingPositionsAre422NeverAnEmpty200() async throws {
+        try await TestServer.run { server in
+            let bodies = [
+                #"{"viewport_height": 1.7976931348623157e308, "item_heights": [2.9937604643020797e292]}"#,
+                #"{"viewport_height": 1.7976931348623157e308, "item_heights": [10, 6.985441083371519e292]}"#,
+                #"{"viewport_height": 640, "item_heights": [1, 1, 1], "spacing": 1e308}"#,
+                #"{"viewport_height": 640, "item_heights": [1], "top_inset": 1e308, "bottom_inset": 1e308}"#,
+            ]
+            for body in bodies {
+                let reply = try await server.request(.post, Self.path, rawBody: body)
+                #expect(reply.status == .unprocessableContent, "\(body): \(reply.status) \(reply.text)")
+                #expect(reply.text != "{}", "\(body)")
+                let error = try reply.error().error
+                #expect(error.code == .invalidLayoutInput, "\(body)")
+                #expect(!error.message.isEmpty)
+            }
+        }
+    }
+
     @Test func malformedRequestsAre400AndOversizedBodies413() async throws {
         try await TestServer.run { server in
             let cases: [(String, APIErrorCode, String?)] = [
@@ -153,7 +175,7 @@ import Testing
         let request = LayoutRequest(
             viewportHeight: 300, itemHeights: [44, 60, 80, 120, 44, 90], spacing: 8, topInset: 4, bottomInset: 6,
             scrollOffset: 40, prefetchThreshold: 100)
-        let printed = LayoutCommandLine.json(try LayoutCommandLine.layout(request))
+        let printed = try LayoutCommandLine.json(try LayoutCommandLine.layout(request))
         let fromCommand = try ScrollbackJSON.decoder().decode(LayoutResponse.self, from: Data(printed.utf8))
         #expect(printed.contains(#""offset_from_bottom""#) && printed.contains(#""load_older""#))
         try await TestServer.run { server in
