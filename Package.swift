@@ -87,12 +87,21 @@ let package = Package(
             ]
         ),
         .testTarget(
+            name: "ScrollbackModelsTests",
+            dependencies: ["ScrollbackModels"],
+            resources: [.copy("Fixtures")]
+        ),
+        .testTarget(
             name: "ScrollbackEmbeddedPostgresTests",
             dependencies: ["ScrollbackEmbeddedPostgres"]
         ),
         .testTarget(
             name: "ScrollbackStoreTests",
             dependencies: ["ScrollbackStore", "ScrollbackTestSupport"]
+        ),
+        .testTarget(
+            name: "scrollbackTests",
+            dependencies: ["scrollback", "ScrollbackServer", "ScrollbackLayout", "ScrollbackModels"]
         ),
         .testTarget(
             name: "ScrollbackServerTests",

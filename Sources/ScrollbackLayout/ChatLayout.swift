@@ -238,6 +238,12 @@ public struct ChatLayout: Sendable, Equatable {
             }
             initialized = count
         }
+        // Positions only grow with the index, so the oldest item's top edge
+        // is the largest number in the layout: when it is finite, all are.
+        // It can round past the largest Double even though the sum did not
+        // (a viewport of nearly that height, padded down to the items), and
+        // a layout must never hold an infinity (JSON cannot carry one).
+        if let oldest = frames.last, !oldest.topEdgeFromBottom.isFinite { throw .positionOverflow }
 
         self.input = input
         self.contentHeight = contentHeight

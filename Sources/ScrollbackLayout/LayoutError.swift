@@ -28,6 +28,10 @@ public enum LayoutError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Every size was finite on its own, but together they add up to more
     /// than the largest finite `Double`, so no position could be computed.
     case contentHeightOverflow
+    /// The sizes and their sum were finite, but an item's position was not:
+    /// typically under a viewport close to the largest finite `Double`, the
+    /// bottom padding plus the items below an item's top edge round past it.
+    case positionOverflow
     /// A change (``LayoutChange``) named an item index that does not exist.
     case changeIndexOutOfRange(index: Int, itemCount: Int)
     /// `change.heights[index]` of an inserted or appended page was negative,
@@ -54,6 +58,7 @@ public enum LayoutError: Error, Sendable, Equatable, CustomStringConvertible {
         case .invalidScrollOffset: "scroll_offset"
         case .invalidPrefetchThreshold: "prefetch_threshold"
         case .contentHeightOverflow: "item_heights"
+        case .positionOverflow: "viewport_height"
         case .changeIndexOutOfRange: "change.index"
         case .invalidChangeHeight(let index, _): "change.heights[\(index)]"
         case .invalidNewHeight: "change.height"
@@ -79,6 +84,9 @@ public enum LayoutError: Error, Sendable, Equatable, CustomStringConvertible {
             return "\(field) must be a finite number >= 0 (got \(value))"
         case .contentHeightOverflow:
             return "item_heights, spacing, top_inset and bottom_inset add up to more than the"
+                + " largest representable height; send sizes in points"
+        case .positionOverflow:
+            return "viewport_height with item_heights, spacing and the insets places items beyond the"
                 + " largest representable height; send sizes in points"
         case .changeIndexOutOfRange(let index, let itemCount):
             if itemCount == 0 {

@@ -2,10 +2,10 @@
 /// `{"error": {"code": "snake_case_code", "message": "what to fix"}}`.
 public struct APIErrorBody: Codable, Sendable, Equatable {
     public struct Detail: Codable, Sendable, Equatable {
-        public var code: String
+        public var code: APIErrorCode
         public var message: String
 
-        public init(code: String, message: String) {
+        public init(code: APIErrorCode, message: String) {
             self.code = code
             self.message = message
         }
@@ -13,7 +13,7 @@ public struct APIErrorBody: Codable, Sendable, Equatable {
 
     public var error: Detail
 
-    public init(code: String, message: String) {
+    public init(code: APIErrorCode, message: String) {
         self.error = Detail(code: code, message: message)
     }
 }

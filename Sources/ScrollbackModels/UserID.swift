@@ -1,8 +1,45 @@
-/// User ids belong to the integrating app; Scrollback only checks their shape.
-public enum UserID {
-    public static let maxLength = 64
+/// A user's id. Users belong to the integrating app; Scrollback only checks
+/// the id's shape: 1 to 64 characters of `A-Z a-z 0-9 . _ @ -`.
+///
+/// A type of its own, so a call with a conversation's creator, a member to
+/// add and the member adding them cannot swap two of them unnoticed. On the
+/// wire it is a plain JSON string.
+public struct UserID: RawRepresentable, Hashable, Comparable, Sendable, Codable, CustomStringConvertible,
+    ExpressibleByStringLiteral
+{
+    public let rawValue: String
 
-    /// 1 to 64 characters of `A-Z a-z 0-9 . _ @ -`.
+    /// An id as stored or as already checked; use `init?(validating:)` for input.
+    public init(rawValue: String) {
+        self.rawValue = rawValue
+    }
+
+    /// The id, when `text` has the shape of one.
+    public init?(validating text: String) {
+        guard Self.isValid(text) else { return nil }
+        self.rawValue = text
+    }
+
+    public init(stringLiteral value: String) {
+        self.rawValue = value
+    }
+
+    public init(from decoder: any Decoder) throws {
+        self.rawValue = try decoder.singleValueContainer().decode(String.self)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(rawValue)
+    }
+
+    public var description: String { rawValue }
+
+    public static func < (a: UserID, b: UserID) -> Bool { a.rawValue < b.rawValue }
+
+    public static let maxLength = APILimits.maxUserIDLength
+
+    /// Whether `id` has the shape of a user id.
     public static func isValid(_ id: String) -> Bool {
         let utf8 = id.utf8
         guard (1...maxLength).contains(utf8.count) else { return false }
@@ -18,5 +55,5 @@ public enum UserID {
         }
     }
 
-    public static let rule = "1 to 64 characters of A-Z a-z 0-9 . _ @ -"
+    public static let rule = "1 to \(maxLength) characters of A-Z a-z 0-9 . _ @ -"
 }

@@ -8,11 +8,11 @@ import ScrollbackStore
 /// says what to fix. Every error response has this one JSON shape.
 public struct APIError: Error, HTTPResponseError, Equatable {
     public var status: HTTPResponse.Status
-    public var code: String
+    public var code: APIErrorCode
     public var message: String
     public var headers: HTTPFields
 
-    public init(_ status: HTTPResponse.Status, _ code: String, _ message: String, headers: HTTPFields = [:]) {
+    public init(_ status: HTTPResponse.Status, _ code: APIErrorCode, _ message: String, headers: HTTPFields = [:]) {
         self.status = status
         self.code = code
         self.message = message
@@ -20,37 +20,37 @@ public struct APIError: Error, HTTPResponseError, Equatable {
     }
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {
-        var response = JSONResponse.make(APIErrorBody(code: code, message: message), status: status)
+        var response = try JSONResponse.make(APIErrorBody(code: code, message: message), status: status)
         response.headers.append(contentsOf: headers)
         return response
     }
 
     // MARK: - The catalogue
 
-    static func badRequest(_ code: String, _ message: String) -> APIError {
+    static func badRequest(_ code: APIErrorCode, _ message: String) -> APIError {
         APIError(.badRequest, code, message)
     }
 
-    static func unprocessable(_ code: String, _ message: String) -> APIError {
+    static func unprocessable(_ code: APIErrorCode, _ message: String) -> APIError {
         APIError(.unprocessableContent, code, message)
     }
 
     static func unauthorized(_ message: String) -> APIError {
         APIError(
-            .unauthorized, "unauthorized", message,
+            .unauthorized, .unauthorized, message,
             headers: [.wwwAuthenticate: #"Bearer realm="scrollback", error="invalid_token""#])
     }
 
     static let conversationNotFound = APIError(
-        .notFound, "conversation_not_found",
+        .notFound, .conversationNotFound,
         "No conversation with this id is visible to you: it does not exist or you are not a member.")
 
     static let unavailable = APIError(
-        .serviceUnavailable, "service_unavailable",
+        .serviceUnavailable, .serviceUnavailable,
         "The database is unreachable right now. Retry after a moment.", headers: [.retryAfter: "1"])
 
     static func payloadTooLarge(limit: Int) -> APIError {
-        APIError(.contentTooLarge, "payload_too_large", "The request body must be at most \(limit / 1024) KiB.")
+        APIError(.contentTooLarge, .payloadTooLarge, "The request body must be at most \(limit / 1024) KiB.")
     }
 
     /// The one place where store outcomes become HTTP statuses.
@@ -59,30 +59,30 @@ public struct APIError: Error, HTTPResponseError, Equatable {
         case .conversationNotFound:
             self = .conversationNotFound
         case .memberNotFound:
-            self.init(.notFound, "member_not_found", "That user is not a member of this conversation.")
+            self.init(.notFound, .memberNotFound, "That user is not a member of this conversation.")
         case .forbidden(let reason):
-            self.init(.forbidden, "forbidden", reason)
+            self.init(.forbidden, .forbidden, reason)
         case .idempotencyConflict:
             self.init(
-                .conflict, "idempotency_conflict",
+                .conflict, .idempotencyConflict,
                 "This client_id was already used for a different message in this conversation; use a new client_id for a new message."
             )
         case .messageNotFound:
-            self.init(.notFound, "message_not_found", "This conversation has no message with that seq.")
+            self.init(.notFound, .messageNotFound, "This conversation has no message with that seq.")
         case .messageDeleted:
-            self.init(.conflict, "message_deleted", "This message was deleted; a deleted message cannot be edited.")
+            self.init(.conflict, .messageDeleted, "This message was deleted; a deleted message cannot be edited.")
         case .readBeyondNewest(let lastSeq):
             self.init(
-                .unprocessableContent, "invalid_read_seq",
+                .unprocessableContent, .invalidReadSeq,
                 "Field `seq` must not be beyond the newest message's seq (\(lastSeq)).")
         case .conversationFull(let limit):
             self.init(
-                .unprocessableContent, "too_many_members", "A conversation can have at most \(limit) members.")
+                .unprocessableContent, .tooManyMembers, "A conversation can have at most \(limit) members.")
         case .unavailable:
             self = .unavailable
         case .outcomeUnknown:
             self.init(
-                .serviceUnavailable, "outcome_unknown",
+                .serviceUnavailable, .outcomeUnknown,
                 "The database did not confirm whether this change was stored. Retry it: a send retried with the same client_id returns the stored message instead of storing it twice.",
                 headers: [.retryAfter: "1"])
         }
@@ -107,7 +107,7 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
         } catch {
             context.logger.error("unexpected error", metadata: ["error": "\(String(reflecting: error))"])
             return try APIError(
-                .internalServerError, "internal_error", "Something went wrong on our side; the request was not completed."
+                .internalServerError, .internalError, "Something went wrong on our side; the request was not completed."
             ).response(from: request, context: context)
         }
     }
@@ -115,15 +115,15 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
     static func translate(_ error: HTTPError) -> APIError {
         switch error.status {
         case .notFound:
-            APIError(.notFound, "not_found", "There is no such route; see /openapi.yaml for the API.")
+            APIError(.notFound, .notFound, "There is no such route; see /openapi.yaml for the API.")
         case .methodNotAllowed:
-            APIError(.methodNotAllowed, "method_not_allowed", "This route does not accept that method.")
+            APIError(.methodNotAllowed, .methodNotAllowed, "This route does not accept that method.")
         case .contentTooLarge:
-            .payloadTooLarge(limit: RequestBody.limit)
+            .payloadTooLarge(limit: APILimits.maxRequestBodyBytes)
         case let status where (400..<500).contains(status.code):
-            APIError(status, "bad_request", error.body ?? status.reasonPhrase)
+            APIError(status, .badRequest, error.body ?? status.reasonPhrase)
         default:
-            APIError(.internalServerError, "internal_error", "Something went wrong on our side.")
+            APIError(.internalServerError, .internalError, "Something went wrong on our side.")
         }
     }
 }

@@ -22,7 +22,7 @@ struct ConversationController {
         let title = try Validation.title(input.title)
         let members = try Validation.members(input.members, creator: user)
         let conversation = try await store.createConversation(creator: user, title: title, members: members)
-        return JSONResponse.make(conversation, status: .created)
+        return try JSONResponse.make(conversation, status: .created)
     }
 
     @Sendable func list(_ request: Request, context: ScrollbackRequestContext) async throws -> Response {
@@ -31,7 +31,7 @@ struct ConversationController {
         let limit = try query.limit()
         let position = try query.single("cursor").map(ConversationCursor.decode)
         let page = try await store.conversations(for: user, limit: limit, after: position)
-        return JSONResponse.make(
+        return try JSONResponse.make(
             ConversationList(
                 conversations: page.conversations, nextCursor: page.next.map(ConversationCursor.encode),
                 activityChanged: page.activityChanged))
@@ -40,7 +40,7 @@ struct ConversationController {
     @Sendable func show(_ request: Request, context: ScrollbackRequestContext) async throws -> Response {
         let user = try context.requireUser()
         let conversation = try await store.conversation(try Self.conversationID(context), for: user)
-        return JSONResponse.make(conversation)
+        return try JSONResponse.make(conversation)
     }
 
     @Sendable func addMember(_ request: Request, context: ScrollbackRequestContext) async throws -> Response {
@@ -48,7 +48,7 @@ struct ConversationController {
         let id = try Self.conversationID(context)
         let input = try await RequestBody.decode(AddMemberRequest.self, from: request)
         let member = try Validation.userID(input.userId, field: "user_id")
-        return JSONResponse.make(try await store.addMember(member, to: id, by: user))
+        return try JSONResponse.make(try await store.addMember(member, to: id, by: user))
     }
 
     @Sendable func removeMember(_ request: Request, context: ScrollbackRequestContext) async throws -> Response {
@@ -65,9 +65,9 @@ struct ConversationController {
         let id = try Self.conversationID(context)
         let input = try await RequestBody.decode(ReadMarkerRequest.self, from: request)
         guard input.seq >= 0 else {
-            throw APIError.unprocessable("invalid_read_seq", "Field `seq` must be 0 or more.")
+            throw APIError.unprocessable(.invalidReadSeq, "Field `seq` must be 0 or more.")
         }
-        return JSONResponse.make(try await store.markRead(input.seq, in: id, by: user))
+        return try JSONResponse.make(try await store.markRead(input.seq, in: id, by: user))
     }
 
     /// A path id that is not a UUID names no conversation: the same 404.

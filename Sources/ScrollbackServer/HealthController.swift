@@ -11,11 +11,11 @@ struct HealthController {
 
     func addRoutes(to router: Router<ScrollbackRequestContext>) {
         // The process is up.
-        router.get("healthz") { _, _ in JSONResponse.make(Status(status: "ok")) }
+        router.get("healthz") { _, _ in try JSONResponse.make(Status(status: "ok")) }
         // The database answers.
         router.get("readyz") { _, _ in
             guard await store.ping() else { throw APIError.unavailable }
-            return JSONResponse.make(Status(status: "ready"))
+            return try JSONResponse.make(Status(status: "ready"))
         }
         router.get("openapi.yaml") { _, _ in
             Response(
@@ -24,9 +24,4 @@ struct HealthController {
                 body: ResponseBody(byteBuffer: ByteBuffer(string: APIDescription.yaml)))
         }
     }
-}
-
-/// The OpenAPI description, carried in the binary from `openapi.yaml`.
-public enum APIDescription {
-    public static let yaml: String = EmbeddedAPIDescription.files.first?.contents ?? ""
 }

@@ -16,10 +16,12 @@ struct LayoutController {
     /// for more than 10,000 items or a size the calculator rejects.
     @Sendable func layout(_ request: Request, context: ScrollbackRequestContext) async throws -> Response {
         let input = try await RequestBody.decode(LayoutRequest.self, from: request)
+        let layout: LayoutResponse
         do {
-            return JSONResponse.make(try LayoutRequests.response(for: input))
+            layout = try LayoutRequests.response(for: input)
         } catch {
             throw APIError.unprocessable(error.code, error.message)
         }
+        return try JSONResponse.make(layout)
     }
 }

@@ -40,22 +40,22 @@ extension LayoutResponse {
 /// Why a layout request was refused, with the code and sentence a client
 /// sees (HTTP 422) or the CLI prints.
 public enum LayoutRequestError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// More than ``LayoutRequests/maximumItems`` item heights.
+    /// More than ``APILimits/maxLayoutItems`` item heights.
     case tooManyItems(count: Int)
     /// A size the calculator rejects (negative, overflowing, ...).
     case invalidInput(LayoutError)
 
-    public var code: String {
+    public var code: APIErrorCode {
         switch self {
-        case .tooManyItems: "too_many_items"
-        case .invalidInput: "invalid_layout_input"
+        case .tooManyItems: .tooManyItems
+        case .invalidInput: .invalidLayoutInput
         }
     }
 
     public var message: String {
         switch self {
         case .tooManyItems(let count):
-            "item_heights may hold at most \(LayoutRequests.maximumItems) items (got \(count));"
+            "item_heights may hold at most \(APILimits.maxLayoutItems) items (got \(count));"
                 + " lay out the loaded window of the conversation, not all of it."
         case .invalidInput(let error):
             error.message
@@ -67,13 +67,9 @@ public enum LayoutRequestError: Error, Sendable, Equatable, CustomStringConverti
 
 /// Computing a layout for a wire request, with the limits of the API.
 public enum LayoutRequests {
-    /// A request lays out at most this many items. A client holds a window of
-    /// a conversation, not all of it; the cap keeps one request's work small.
-    public static let maximumItems = 10_000
-
     /// Validates and computes the layout for `request`.
     public static func layout(for request: LayoutRequest) throws(LayoutRequestError) -> ChatLayout {
-        guard request.itemHeights.count <= maximumItems else {
+        guard request.itemHeights.count <= APILimits.maxLayoutItems else {
             throw .tooManyItems(count: request.itemHeights.count)
         }
         do {

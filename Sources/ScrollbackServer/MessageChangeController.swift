@@ -20,7 +20,7 @@ struct MessageChangeController {
         let (id, seq) = try Self.messageAddress(context)
         let input = try await RequestBody.decode(EditMessageRequest.self, from: request)
         let body = try Validation.messageBody(input.body)
-        return JSONResponse.make(MessageEnvelope(message: try await store.edit(seq, in: id, by: user, body: body)))
+        return try JSONResponse.make(MessageEnvelope(message: try await store.edit(seq, in: id, by: user, body: body)))
     }
 
     /// The sender or the conversation's creator may delete; deleting a
@@ -28,14 +28,14 @@ struct MessageChangeController {
     @Sendable func delete(_ request: Request, context: ScrollbackRequestContext) async throws -> Response {
         let user = try context.requireUser()
         let (id, seq) = try Self.messageAddress(context)
-        return JSONResponse.make(MessageEnvelope(message: try await store.delete(seq, in: id, by: user).message))
+        return try JSONResponse.make(MessageEnvelope(message: try await store.delete(seq, in: id, by: user).message))
     }
 
     @Sendable func changes(_ request: Request, context: ScrollbackRequestContext) async throws -> Response {
         let user = try context.requireUser()
         let id = try ConversationController.conversationID(context)
         let window = try QueryParameters(request).changeWindow()
-        return JSONResponse.make(try await store.changes(in: id, for: user, since: window.since, limit: window.limit))
+        return try JSONResponse.make(try await store.changes(in: id, for: user, since: window.since, limit: window.limit))
     }
 
     /// A seq that is not a positive whole number names no message: 404, as

@@ -22,9 +22,9 @@ struct MessageController {
         let clientID = try Validation.clientID(input.clientId)
         switch try await store.send(to: id, from: user, body: body, clientID: clientID) {
         case .created(let message):
-            return JSONResponse.make(MessageEnvelope(message: message), status: .created)
+            return try JSONResponse.make(MessageEnvelope(message: message), status: .created)
         case .replayed(let message):
-            return JSONResponse.make(MessageEnvelope(message: message), status: .ok)
+            return try JSONResponse.make(MessageEnvelope(message: message), status: .ok)
         }
     }
 
@@ -40,6 +40,6 @@ struct MessageController {
             anchor = try await store.seq(at: time, in: id, for: user).map(PageAnchor.around) ?? .newest
         }
         let page = try await store.page(of: id, for: user, anchor: anchor, limit: limit)
-        return JSONResponse.make(try hints.apply(to: page, anchor: anchor))
+        return try JSONResponse.make(try hints.apply(to: page, anchor: anchor))
     }
 }

@@ -1,5 +1,6 @@
 import HTTPTypes
 import Hummingbird
+import ScrollbackModels
 
 /// Hummingbird answers a known path with an unknown method as "not found";
 /// this says 405 with `Allow` instead. Added after every route, it wraps only
@@ -21,7 +22,7 @@ struct MethodNotAllowedMiddleware<Context: RequestContext>: RouterMiddleware {
             let allowed = methods(for: request.uri.path)
             guard !allowed.isEmpty else { throw error }
             throw APIError(
-                .methodNotAllowed, "method_not_allowed",
+                .methodNotAllowed, .methodNotAllowed,
                 "This route accepts \(allowed.joined(separator: ", ")), not \(request.method.rawValue).",
                 headers: [.allow: allowed.joined(separator: ", ")])
         }

@@ -21,9 +21,9 @@ import ScrollbackStore
 struct PageHintRequest {
     static let defaultViewportWidth = 390.0
     static let defaultSpacing = 8.0
-    static let maximumViewportLength = 100_000.0
+    static let maximumViewportLength = APILimits.maxHintViewportLength
     /// `limit=fill` reads at most this many messages and never returns more.
-    static let fillReadLimit = Int(QueryParameters.maxLimit)
+    static let fillReadLimit = APILimits.pageLimit.upperBound
 
     struct Estimation {
         var viewportHeight: Double
@@ -43,12 +43,13 @@ struct PageHintRequest {
 
     init(_ query: QueryParameters) throws {
         let fill = try query.single("limit") == "fill"
-        let viewportHeight = try query.decimal(
-            "viewport_height", requirement: "a number of points > 0 and <= 100000"
-        ) { $0 > 0 && $0 <= Self.maximumViewportLength }
-        let viewportWidth = try query.decimal(
-            "viewport_width", requirement: "a number of points > 0 and <= 100000"
-        ) { $0 > 0 && $0 <= Self.maximumViewportLength }
+        let viewportRequirement = "a number of points > 0 and <= \(Int(Self.maximumViewportLength))"
+        let viewportHeight = try query.decimal("viewport_height", requirement: viewportRequirement) {
+            $0 > 0 && $0 <= Self.maximumViewportLength
+        }
+        let viewportWidth = try query.decimal("viewport_width", requirement: viewportRequirement) {
+            $0 > 0 && $0 <= Self.maximumViewportLength
+        }
         let spacing = try query.decimal(
             "spacing", requirement: "a number of points >= 0 and <= \(Int(TextMetrics.maximumLength))"
         ) { $0 <= TextMetrics.maximumLength }
@@ -63,14 +64,14 @@ struct PageHintRequest {
         guard let viewportHeight else {
             if fill {
                 throw APIError.badRequest(
-                    "invalid_parameter",
+                    .invalidParameter,
                     "`limit=fill` needs `viewport_height` (points): the page is cut to cover two screens of that height.")
             }
             let stray = (viewportWidth != nil ? ["viewport_width"] : []) + (spacing != nil ? ["spacing"] : [])
                 + TextMetrics.Field.allCases.filter { metricValues[$0] != nil }.map(\.rawValue)
             if let first = stray.first {
                 throw APIError.badRequest(
-                    "invalid_parameter", "`\(first)` only applies together with `viewport_height`.")
+                    .invalidParameter, "`\(first)` only applies together with `viewport_height`.")
             }
             self.estimation = nil
             self.fill = false
@@ -88,7 +89,7 @@ struct PageHintRequest {
         do {
             try metrics.validate()
         } catch {
-            throw APIError.badRequest("invalid_parameter", error.message + ".")
+            throw APIError.badRequest(.invalidParameter, error.message + ".")
         }
         self.estimation = Estimation(
             viewportHeight: viewportHeight, viewportWidth: viewportWidth ?? Self.defaultViewportWidth,
@@ -122,7 +123,7 @@ struct PageHintRequest {
             heights = try estimation.metrics.estimatedHeights(
                 of: page.messages.map(\.body), viewportWidth: estimation.viewportWidth)
         } catch {
-            throw APIError.badRequest("invalid_parameter", error.message + ".")
+            throw APIError.badRequest(.invalidParameter, error.message + ".")
         }
         if fill {
             let heightBySeq = Dictionary(uniqueKeysWithValues: zip(page.messages.map(\.seq), heights))
@@ -137,7 +138,7 @@ struct PageHintRequest {
                 LayoutInput(
                     viewportHeight: estimation.viewportHeight, itemHeights: heights, spacing: estimation.spacing))
         } catch {
-            throw APIError.badRequest("invalid_parameter", error.message + ".")
+            throw APIError.badRequest(.invalidParameter, error.message + ".")
         }
         let metrics = estimation.metrics
         page.layout = PageLayoutHints(
@@ -166,7 +167,7 @@ extension QueryParameters {
             && bytes.last != 46
         guard wellFormed, let value = Double(text), value.isFinite, isValid(value) else {
             throw APIError.badRequest(
-                "invalid_parameter",
+                .invalidParameter,
                 "`\(name)` must be \(requirement), written with digits and an optional decimal point"
                     + " (got \"\(text.prefix(40))\").")
         }

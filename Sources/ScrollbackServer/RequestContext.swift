@@ -1,11 +1,12 @@
 import Foundation
 import Hummingbird
+import ScrollbackModels
 
 /// Per-request state: who is calling, once the bearer token checked out.
 public struct ScrollbackRequestContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
     /// Set by `AuthMiddleware` on the authenticated routes.
-    public var userID: String?
+    public var userID: UserID?
     /// The same user, for the request log.
     let caller = RequestCaller()
 
@@ -22,7 +23,7 @@ public struct ScrollbackRequestContext: RequestContext {
     }
 
     /// The caller on routes behind `AuthMiddleware`.
-    func requireUser() throws -> String {
+    func requireUser() throws -> UserID {
         guard let userID else { throw APIError.unauthorized("Send `Authorization: Bearer <token>`.") }
         return userID
     }

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import Logging
+import ScrollbackModels
 
 /// One info line per request: method, route (the pattern, not the path, so
 /// ids and user names stay out), status, duration and user. Never a token,
@@ -37,9 +38,9 @@ struct RequestLogMiddleware: RouterMiddleware {
 /// while `lock` is held.
 final class RequestCaller: @unchecked Sendable {
     private let lock = NSLock()
-    private var recorded: String?
+    private var recorded: UserID?
 
-    var user: String? {
+    var user: UserID? {
         get { lock.withLock { recorded } }
         set { lock.withLock { recorded = newValue } }
     }

@@ -47,7 +47,7 @@ public struct TokenAuthority: Sendable {
     }
 
     /// The user id of a valid token, or an `APIError` 401 that says why not.
-    func user(fromAuthorization header: String?) async throws -> String {
+    func user(fromAuthorization header: String?) async throws -> UserID {
         guard let header, !header.isEmpty else {
             throw APIError.unauthorized("Send `Authorization: Bearer <token>`.")
         }
@@ -72,9 +72,9 @@ public struct TokenAuthority: Sendable {
         } catch {
             throw APIError.unauthorized("The bearer token's signature is not valid.")
         }
-        guard UserID.isValid(claims.sub.value) else {
+        guard let user = UserID(validating: claims.sub.value) else {
             throw APIError.unauthorized("The token's `sub` must be a user id of \(UserID.rule).")
         }
-        return claims.sub.value
+        return user
     }
 }

@@ -1,32 +1,28 @@
 import ScrollbackModels
-import ScrollbackStore
 
 /// Checks on what a client sends, made before anything reaches SQL. Each
-/// failure is a 422 whose message says what to fix.
-///
-/// Lengths count Unicode code points, as JSON Schema's `maxLength` does: a
-/// count of grapheme clusters would let one "character" carry any number of
-/// combining marks.
+/// failure is a 422 whose message says what to fix. The numbers are
+/// ``APILimits``; lengths count Unicode code points.
 enum Validation {
-    static let maxBodyCharacters = 4_000
-    static let maxTitleCharacters = 200
-    static let maxClientIDCharacters = 64
-    static let maxMembers = ScrollbackStore.memberLimit
+    static let maxBodyCharacters = APILimits.maxMessageBodyLength
+    static let maxTitleCharacters = APILimits.maxTitleLength
+    static let maxClientIDCharacters = APILimits.maxClientIDLength
+    static let maxMembers = APILimits.maxMembers
 
     static func messageBody(_ body: String) throws -> String {
         if body.unicodeScalars.contains("\u{0}") {
-            throw APIError.unprocessable("invalid_message_body", "Field `body` must not contain the NUL character (U+0000).")
+            throw APIError.unprocessable(.invalidMessageBody, "Field `body` must not contain the NUL character (U+0000).")
         }
         // Invisible format characters (zero-width space, joiners, marks of
         // direction) alone show nothing either.
         if body.unicodeScalars.allSatisfy({ $0.properties.isWhitespace || $0.properties.generalCategory == .format }) {
             throw APIError.unprocessable(
-                "invalid_message_body", "Field `body` must contain some visible text, not only whitespace.")
+                .invalidMessageBody, "Field `body` must contain some visible text, not only whitespace.")
         }
         let length = body.unicodeScalars.count
         if length > maxBodyCharacters {
             throw APIError.unprocessable(
-                "invalid_message_body",
+                .invalidMessageBody,
                 "Field `body` must be at most \(maxBodyCharacters) characters, counted as Unicode code points (it has \(length)).")
         }
         return body
@@ -39,7 +35,7 @@ enum Validation {
             !clientID.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
         else {
             throw APIError.unprocessable(
-                "invalid_client_id",
+                .invalidClientID,
                 "Field `client_id` must be 1 to \(maxClientIDCharacters) characters with no control characters.")
         }
         return clientID
@@ -48,37 +44,35 @@ enum Validation {
     static func title(_ title: String?) throws -> String? {
         guard let title else { return nil }
         if title.unicodeScalars.contains("\u{0}") {
-            throw APIError.unprocessable("invalid_title", "Field `title` must not contain the NUL character (U+0000).")
+            throw APIError.unprocessable(.invalidTitle, "Field `title` must not contain the NUL character (U+0000).")
         }
         let length = title.unicodeScalars.count
         if length > maxTitleCharacters {
             throw APIError.unprocessable(
-                "invalid_title",
+                .invalidTitle,
                 "Field `title` must be at most \(maxTitleCharacters) characters, counted as Unicode code points (it has \(length)).")
         }
         return title
     }
 
-    static func userID(_ id: String, field: String) throws -> String {
-        guard UserID.isValid(id) else {
-            throw APIError.unprocessable("invalid_user_id", "`\(field)` must be a user id of \(UserID.rule).")
+    static func userID(_ id: String, field: String) throws -> UserID {
+        guard let user = UserID(validating: id) else {
+            throw APIError.unprocessable(.invalidUserID, "`\(field)` must be a user id of \(UserID.rule).")
         }
-        return id
+        return user
     }
 
-    static func members(_ members: [String]?, creator: String) throws -> [String] {
-        let members = members ?? []
-        if members.count > maxMembers {
+    static func members(_ given: [String]?, creator: UserID) throws -> [UserID] {
+        let given = given ?? []
+        if given.count > maxMembers {
             throw APIError.unprocessable(
-                "too_many_members", "Field `members` can list at most \(maxMembers) user ids (it lists \(members.count)).")
+                .tooManyMembers, "Field `members` can list at most \(maxMembers) user ids (it lists \(given.count)).")
         }
-        for (index, member) in members.enumerated() {
-            _ = try userID(member, field: "members[\(index)]")
-        }
+        let members = try given.enumerated().map { index, member in try userID(member, field: "members[\(index)]") }
         let distinct = Set(members + [creator])
         if distinct.count > maxMembers {
             throw APIError.unprocessable(
-                "too_many_members",
+                .tooManyMembers,
                 "A conversation can have at most \(maxMembers) members, creator included (this one would have \(distinct.count)).")
         }
         return Array(distinct).sorted()

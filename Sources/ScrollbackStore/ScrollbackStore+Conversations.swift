@@ -4,17 +4,17 @@ import ScrollbackModels
 
 extension ScrollbackStore {
     /// At most this many members in one conversation.
-    public static let memberLimit = 1_000
+    public static let memberLimit = APILimits.maxMembers
 
     /// Creates a conversation whose members are `creator` plus `members`
     /// (deduplicated), in one statement.
-    public func createConversation(creator: String, title: String?, members: [String]) async throws -> Conversation {
-        let everyone = Array(Set(members + [creator])).sorted()
+    public func createConversation(creator: UserID, title: String?, members: [UserID]) async throws -> Conversation {
+        let everyone = Array(Set(members + [creator])).sorted().map(\.rawValue)
         guard everyone.count <= Self.memberLimit else { throw StoreError.conversationFull(limit: Self.memberLimit) }
         let rows = try await rows(
             """
             WITH c AS (
-                INSERT INTO conversations (title, created_by) VALUES (\(title), \(creator))
+                INSERT INTO conversations (title, created_by) VALUES (\(title), \(creator.rawValue))
                 RETURNING id, title, created_by, created_at, last_seq
             ), m AS (
                 INSERT INTO members (conversation_id, user_id)
@@ -74,12 +74,12 @@ extension ScrollbackStore {
     }
 
     /// The conversation, if `user` is a member.
-    public func conversation(_ id: UUID, for user: String) async throws -> Conversation {
+    public func conversation(_ id: UUID, for user: UserID) async throws -> Conversation {
         let rows = try await rows(
             """
             SELECT \(unescaped: Self.conversationColumns)
             FROM \(unescaped: Self.conversationSource)
-            WHERE me.user_id = \(user) AND me.conversation_id = \(id)
+            WHERE me.user_id = \(user.rawValue) AND me.conversation_id = \(id)
             """,
             writes: false)
         guard let row = rows.first else { throw StoreError.conversationNotFound }
@@ -99,7 +99,7 @@ extension ScrollbackStore {
     /// `activityChanged` says the two differ: the client then restarts from
     /// the top (merging by id) to pick up what moved.
     public func conversations(
-        for user: String, limit: Int, after position: ConversationListPosition?
+        for user: UserID, limit: Int, after position: ConversationListPosition?
     ) async throws -> ConversationListPage {
         let position = position ?? .start
         let rows = try await rows(
@@ -107,14 +107,14 @@ extension ScrollbackStore {
             WITH passed AS (
                 SELECT count(*) AS n, COALESCE(bit_xor(hashtextextended(c.id::text, 0)), 0) AS digest
                 FROM members me JOIN conversations c ON c.id = me.conversation_id
-                WHERE me.user_id = \(user) AND c.activity >= \(position.mark)
+                WHERE me.user_id = \(user.rawValue) AND c.activity >= \(position.mark)
             )
             SELECT passed.n AS passed_count, passed.digest AS passed_digest, page.*
             FROM passed
             LEFT JOIN LATERAL (
                 SELECT \(unescaped: Self.conversationColumns), hashtextextended(c.id::text, 0) AS id_hash
                 FROM \(unescaped: Self.conversationSource)
-                WHERE me.user_id = \(user) AND c.activity < \(position.mark)
+                WHERE me.user_id = \(user.rawValue) AND c.activity < \(position.mark)
                 ORDER BY c.activity DESC
                 LIMIT \(limit + 1)
             ) page ON true
@@ -145,18 +145,18 @@ extension ScrollbackStore {
     /// Moves the user's read marker to `seq`, never backwards: a smaller seq
     /// leaves it where it is. The member row's lock orders concurrent updates,
     /// and each takes the greater of the stored and the new value.
-    public func markRead(_ seq: Int64, in id: UUID, by user: String) async throws -> ReadMarker {
+    public func markRead(_ seq: Int64, in id: UUID, by user: UserID) async throws -> ReadMarker {
         let rows = try await rows(
             """
             WITH c AS (
                 SELECT last_seq FROM conversations WHERE id = \(id)
             ), moved AS (
                 UPDATE members SET read_seq = GREATEST(read_seq, \(seq))
-                WHERE conversation_id = \(id) AND user_id = \(user) AND \(seq) <= (SELECT last_seq FROM c)
+                WHERE conversation_id = \(id) AND user_id = \(user.rawValue) AND \(seq) <= (SELECT last_seq FROM c)
                 RETURNING conversation_id, user_id, read_seq
             )
             SELECT (SELECT last_seq FROM c),
-                   EXISTS (SELECT 1 FROM members WHERE conversation_id = \(id) AND user_id = \(user)),
+                   EXISTS (SELECT 1 FROM members WHERE conversation_id = \(id) AND user_id = \(user.rawValue)),
                    me.read_seq, \(unescaped: Self.unreadCount)
             FROM (SELECT) AS one LEFT JOIN moved me ON true
             """,
@@ -170,7 +170,7 @@ extension ScrollbackStore {
 
     /// Adds `user` to the conversation; any member may add. Adding someone who
     /// is already a member changes nothing.
-    public func addMember(_ user: String, to id: UUID, by actor: String) async throws -> Conversation {
+    public func addMember(_ user: UserID, to id: UUID, by actor: UserID) async throws -> Conversation {
         let outcome: MembershipChange = try await withTransaction { [logger] connection in
             guard try await Self.lockConversation(id, member: actor, on: connection, logger: logger) != nil else {
                 return .notVisible
@@ -181,13 +181,13 @@ extension ScrollbackStore {
                 """
                 WITH ins AS (
                     INSERT INTO members (conversation_id, user_id)
-                    SELECT \(id), \(user)
+                    SELECT \(id), \(user.rawValue)
                     WHERE (SELECT count(*) FROM members WHERE conversation_id = \(id)) < \(Self.memberLimit)
                     ON CONFLICT (conversation_id, user_id) DO NOTHING
                     RETURNING user_id
                 )
                 SELECT (SELECT count(*) FROM ins),
-                       EXISTS (SELECT 1 FROM members WHERE conversation_id = \(id) AND user_id = \(user))
+                       EXISTS (SELECT 1 FROM members WHERE conversation_id = \(id) AND user_id = \(user.rawValue))
                 """,
                 logger: logger
             ).collect()
@@ -205,20 +205,20 @@ extension ScrollbackStore {
     /// creator may remove anyone. A send or edit waiting for the conversation
     /// row meanwhile checks membership again once it has the lock, so nothing
     /// of the removed member's is stored after the removal.
-    public func removeMember(_ user: String, from id: UUID, by actor: String) async throws {
+    public func removeMember(_ user: UserID, from id: UUID, by actor: UserID) async throws {
         let outcome: MembershipChange = try await withTransaction { [logger] connection in
             guard let creator = try await Self.lockConversation(id, member: actor, on: connection, logger: logger) else {
                 return .notVisible
             }
-            guard actor == user || creator == actor else {
+            guard actor == user || creator == actor.rawValue else {
                 let rows = try await connection.query(
-                    "SELECT EXISTS (SELECT 1 FROM members WHERE conversation_id = \(id) AND user_id = \(user))",
+                    "SELECT EXISTS (SELECT 1 FROM members WHERE conversation_id = \(id) AND user_id = \(user.rawValue))",
                     logger: logger
                 ).collect()
                 return try rows.first?.decode(Bool.self) == true ? .forbidden : .notAMember
             }
             let rows = try await connection.query(
-                "DELETE FROM members WHERE conversation_id = \(id) AND user_id = \(user) RETURNING user_id",
+                "DELETE FROM members WHERE conversation_id = \(id) AND user_id = \(user.rawValue) RETURNING user_id",
                 logger: logger
             ).collect()
             return rows.isEmpty ? .notAMember : .done
@@ -241,7 +241,7 @@ extension ScrollbackStore {
     /// that order, the order every writer takes them) checks that `member`
     /// still belongs to it; returns its creator.
     private static func lockConversation(
-        _ id: UUID, member: String, on connection: PostgresConnection, logger: Logger
+        _ id: UUID, member: UserID, on connection: PostgresConnection, logger: Logger
     ) async throws -> String? {
         let rows = try await connection.query(
             """
@@ -249,7 +249,7 @@ extension ScrollbackStore {
                 SELECT id, created_by FROM conversations WHERE id = \(id) FOR UPDATE
             ), member AS (
                 SELECT user_id FROM members
-                WHERE conversation_id = (SELECT id FROM conv) AND user_id = \(member)
+                WHERE conversation_id = (SELECT id FROM conv) AND user_id = \(member.rawValue)
                 FOR KEY SHARE
             )
             SELECT created_by FROM conv WHERE EXISTS (SELECT 1 FROM member)

@@ -5,7 +5,7 @@ import ScrollbackModels
 extension ScrollbackStore {
     /// A page of history, newest first, with the conversation's last seq and
     /// version read in the same statement (one snapshot, one round trip).
-    public func page(of id: UUID, for user: String, anchor: PageAnchor, limit: Int) async throws -> MessagePage {
+    public func page(of id: UUID, for user: UserID, anchor: PageAnchor, limit: Int) async throws -> MessagePage {
         let scan = PageScan(anchor: anchor, limit: limit)
         let rows = try await rows(
             """
@@ -21,7 +21,7 @@ extension ScrollbackStore {
                  ORDER BY seq ASC LIMIT \(scan.newerLimit))
             ) m ON true
             WHERE c.id = \(id)
-              AND EXISTS (SELECT 1 FROM members WHERE conversation_id = c.id AND user_id = \(user))
+              AND EXISTS (SELECT 1 FROM members WHERE conversation_id = c.id AND user_id = \(user.rawValue))
             """,
             writes: false)
         var head: (lastSeq: Int64, version: Int64)?
@@ -44,7 +44,7 @@ extension ScrollbackStore {
     /// The seq to open history at for a point in time: the first message at
     /// or after `time`, or the newest when none is (nil while the
     /// conversation is empty).
-    public func seq(at time: Date, in id: UUID, for user: String) async throws -> Int64? {
+    public func seq(at time: Date, in id: UUID, for user: UserID) async throws -> Int64? {
         // The driver traps on dates far outside PostgreSQL's range; nothing is
         // stored outside the API's range anyway, so clamp to it.
         let range = ScrollbackJSON.timestampRange
@@ -57,7 +57,7 @@ extension ScrollbackStore {
                     ORDER BY m.created_at, m.seq LIMIT 1)
             FROM conversations c
             WHERE c.id = \(id)
-              AND EXISTS (SELECT 1 FROM members WHERE conversation_id = c.id AND user_id = \(user))
+              AND EXISTS (SELECT 1 FROM members WHERE conversation_id = c.id AND user_id = \(user.rawValue))
             """,
             writes: false)
         guard let (lastSeq, seq) = try rows.first?.decode((Int64, Int64?).self) else {
@@ -70,7 +70,7 @@ extension ScrollbackStore {
     /// first, each once in its latest state. Versions are dense and commit in
     /// order, so a client that applies these to any window it holds ends with
     /// what a fresh fetch of that window returns.
-    public func changes(in id: UUID, for user: String, since version: Int64, limit: Int) async throws -> ChangeSet {
+    public func changes(in id: UUID, for user: UserID, since version: Int64, limit: Int) async throws -> ChangeSet {
         let rows = try await rows(
             """
             SELECT c.version AS conversation_version, \(unescaped: MessageRow.columns("m"))
@@ -81,7 +81,7 @@ extension ScrollbackStore {
                 ORDER BY version LIMIT \(limit + 1)
             ) m ON true
             WHERE c.id = \(id)
-              AND EXISTS (SELECT 1 FROM members WHERE conversation_id = c.id AND user_id = \(user))
+              AND EXISTS (SELECT 1 FROM members WHERE conversation_id = c.id AND user_id = \(user.rawValue))
             ORDER BY m.version
             """,
             writes: false)

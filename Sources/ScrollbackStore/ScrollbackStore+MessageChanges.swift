@@ -18,11 +18,11 @@ public enum DeleteOutcome: Sendable, Equatable {
 extension ScrollbackStore {
     /// Replaces a message's body; only its sender may. The edit takes the
     /// conversation's next version in the same statement.
-    public func edit(_ seq: Int64, in id: UUID, by user: String, body: String) async throws -> Message {
+    public func edit(_ seq: Int64, in id: UUID, by user: UserID, body: String) async throws -> Message {
         for _ in 0..<Self.changeAttempts {
             if let edited = try await change(seq, in: id, by: user, newBody: body) { return edited }
             let (message, _) = try await messageForDiagnosis(seq, in: id, for: user)
-            guard message.sender == user else { throw StoreError.forbidden("Only the sender can edit a message.") }
+            guard message.sender == user.rawValue else { throw StoreError.forbidden("Only the sender can edit a message.") }
             guard !message.deleted else { throw StoreError.messageDeleted }
             // The message committed after the change's snapshot was taken (a
             // send still in flight): it can be edited now, so try again.
@@ -33,11 +33,11 @@ extension ScrollbackStore {
     /// Turns a message into a tombstone: the body is erased from storage, the
     /// seq stays. Its sender or the conversation's creator may; deleting a
     /// tombstone again returns it unchanged.
-    public func delete(_ seq: Int64, in id: UUID, by user: String) async throws -> DeleteOutcome {
+    public func delete(_ seq: Int64, in id: UUID, by user: UserID) async throws -> DeleteOutcome {
         for _ in 0..<Self.changeAttempts {
             if let tombstone = try await change(seq, in: id, by: user, newBody: nil) { return .deleted(tombstone) }
             let (message, creator) = try await messageForDiagnosis(seq, in: id, for: user)
-            guard message.sender == user || creator == user else {
+            guard message.sender == user.rawValue || creator == user.rawValue else {
                 throw StoreError.forbidden("Only the sender or the conversation's creator can delete a message.")
             }
             if message.deleted { return .alreadyDeleted(message) }
@@ -57,7 +57,7 @@ extension ScrollbackStore {
     /// taken in the order every writer uses: the conversation row, then the
     /// member row (so a removal that committed meanwhile is seen), then the
     /// message row (re-checked if it changed meanwhile). Nil when nothing matched.
-    private func change(_ seq: Int64, in id: UUID, by user: String, newBody: String?) async throws -> Message? {
+    private func change(_ seq: Int64, in id: UUID, by user: UserID, newBody: String?) async throws -> Message? {
         let deleting = newBody == nil
         let body = newBody ?? ""
         let rows = try await rows(
@@ -67,12 +67,12 @@ extension ScrollbackStore {
                 FOR NO KEY UPDATE
             ), member AS (
                 SELECT user_id FROM members
-                WHERE conversation_id = (SELECT id FROM conv) AND user_id = \(user)
+                WHERE conversation_id = (SELECT id FROM conv) AND user_id = \(user.rawValue)
                 FOR KEY SHARE
             ), target AS (
                 SELECT m.seq FROM messages m
                 WHERE m.conversation_id = (SELECT id FROM conv) AND m.seq = \(seq) AND NOT m.deleted
-                  AND (m.sender = \(user) OR (\(deleting) AND (SELECT created_by FROM conv) = \(user)))
+                  AND (m.sender = \(user.rawValue) OR (\(deleting) AND (SELECT created_by FROM conv) = \(user.rawValue)))
                   AND EXISTS (SELECT 1 FROM member)
                 FOR UPDATE OF m
             ), c AS (
@@ -96,14 +96,14 @@ extension ScrollbackStore {
 
     /// The message and the conversation's creator, for explaining why a
     /// change did not apply.
-    private func messageForDiagnosis(_ seq: Int64, in id: UUID, for user: String) async throws -> (Message, String) {
+    private func messageForDiagnosis(_ seq: Int64, in id: UUID, for user: UserID) async throws -> (Message, String) {
         let rows = try await rows(
             """
             SELECT c.created_by, \(unescaped: MessageRow.columns("m"))
             FROM conversations c
             LEFT JOIN messages m ON m.conversation_id = c.id AND m.seq = \(seq)
             WHERE c.id = \(id)
-              AND EXISTS (SELECT 1 FROM members WHERE conversation_id = c.id AND user_id = \(user))
+              AND EXISTS (SELECT 1 FROM members WHERE conversation_id = c.id AND user_id = \(user.rawValue))
             """,
             writes: false)
         guard let columns = rows.first?.makeRandomAccess() else { throw StoreError.conversationNotFound }

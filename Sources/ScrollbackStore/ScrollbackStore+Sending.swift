@@ -26,7 +26,7 @@ extension ScrollbackStore {
     /// conversation's next seq and version. Seqs therefore commit in order with
     /// no hole, and a replay is a plain read, never a failed insert.
     public func send(
-        to id: UUID, from sender: String, body: String, clientID: String?
+        to id: UUID, from sender: UserID, body: String, clientID: String?
     ) async throws -> SendOutcome {
         for _ in 0..<Self.retryAttempts {
             let row = try await rows(Self.sendStatement(to: id, from: sender, body: body, clientID: clientID), writes: true)
@@ -49,23 +49,23 @@ extension ScrollbackStore {
         throw StoreError.unavailable
     }
 
-    static func sendStatement(to id: UUID, from sender: String, body: String, clientID: String?) -> PostgresQuery {
+    static func sendStatement(to id: UUID, from sender: UserID, body: String, clientID: String?) -> PostgresQuery {
         """
         WITH conv AS (
             SELECT id, last_seq, version FROM conversations WHERE id = \(id)
             FOR NO KEY UPDATE
         ), member AS (
             SELECT user_id FROM members
-            WHERE conversation_id = (SELECT id FROM conv) AND user_id = \(sender)
+            WHERE conversation_id = (SELECT id FROM conv) AND user_id = \(sender.rawValue)
             FOR KEY SHARE
         ), existing AS (
             SELECT m.*, COALESCE(m.sent_body_hash = md5(\(body)), m.body = \(body)) AS same_body
             FROM messages m
-            WHERE m.conversation_id = (SELECT id FROM conv) AND m.sender = \(sender) AND m.client_id = \(clientID)
+            WHERE m.conversation_id = (SELECT id FROM conv) AND m.sender = \(sender.rawValue) AND m.client_id = \(clientID)
               AND EXISTS (SELECT 1 FROM member)
         ), ins AS (
             INSERT INTO messages AS m (conversation_id, seq, sender, body, client_id, version, sent_body_hash)
-            SELECT conv.id, conv.last_seq + 1, \(sender), \(body), \(clientID), conv.version + 1,
+            SELECT conv.id, conv.last_seq + 1, \(sender.rawValue), \(body), \(clientID), conv.version + 1,
                    CASE WHEN \(clientID)::text IS NULL THEN NULL ELSE md5(\(body)) END
             FROM conv
             WHERE EXISTS (SELECT 1 FROM member) AND NOT EXISTS (SELECT 1 FROM existing)

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import PostgresNIO
+import ScrollbackModels
 import ServiceLifecycle
 
 /// PostgreSQL access for the service: every SQL statement lives in this module.
@@ -45,9 +46,9 @@ public struct ScrollbackStore: Service {
 
     /// Records a user the first time they are seen. Users belong to the
     /// integrating app; this only remembers that they exist.
-    public func ensureUser(_ userID: String) async throws {
+    public func ensureUser(_ userID: UserID) async throws {
         if await knownUsers.contains(userID) { return }
-        _ = try await rows("INSERT INTO users (id) VALUES (\(userID)) ON CONFLICT (id) DO NOTHING", writes: true)
+        _ = try await rows("INSERT INTO users (id) VALUES (\(userID.rawValue)) ON CONFLICT (id) DO NOTHING", writes: true)
         await knownUsers.insert(userID)
     }
 }
@@ -55,12 +56,12 @@ public struct ScrollbackStore: Service {
 /// Users already recorded by this process, so most requests skip the upsert.
 /// Bounded: when full it forgets everything and relearns (an upsert is cheap).
 actor KnownUsers {
-    private var ids = Set<String>()
+    private var ids = Set<UserID>()
     private let capacity = 100_000
 
-    func contains(_ id: String) -> Bool { ids.contains(id) }
+    func contains(_ id: UserID) -> Bool { ids.contains(id) }
 
-    func insert(_ id: String) {
+    func insert(_ id: UserID) {
         if ids.count >= capacity { ids.removeAll(keepingCapacity: true) }
         ids.insert(id)
     }

@@ -63,7 +63,7 @@ struct LayoutCommand: ParsableCommand {
                     throw LayoutCommandLine.Failure("--svg: could not write \(svg): \(error.localizedDescription)")
                 }
             }
-            print(LayoutCommandLine.json(layout))
+            print(try LayoutCommandLine.json(layout))
         } catch let failure as LayoutCommandLine.Failure {
             // A bad request, not a bad command line: no usage dump, exit status 1.
             FileHandle.standardError.write(Data("Error: \(failure.description)\n".utf8))

@@ -82,6 +82,47 @@ import Testing
         }
     }
 
+    /// The largest viewport with one item: the padding `viewport - height`
+    /// rounds up by half an ulp and the item's top edge `padding + height`
+    /// rounds past the largest Double, although every sum of sizes is finite.
+    @Test func aPositionBeyondTheLargestDoubleIsRejectedNotReturnedAsInfinity() {
+        let input = LayoutInput(
+            viewportHeight: .greatestFiniteMagnitude, itemHeights: [1.5 * Double.greatestFiniteMagnitude.ulp])
+        #expect(throws: LayoutError.positionOverflow) { try ChatLayout(input) }
+        #expect(LayoutError.positionOverflow.field == "viewport_height")
+    }
+
+    /// Extreme but individually valid sizes: every layout the calculator
+    /// returns holds finite numbers only (JSON has no infinity), the others
+    /// are refused with a LayoutError.
+    @Test func everyLayoutItReturnsIsFinite() throws {
+        let huge = Double.greatestFiniteMagnitude
+        let viewports = [0, 640, huge / 2, huge.nextDown, huge]
+        let heightLists: [[Double]] = [
+            [], [0], [44, 60], [1.5 * huge.ulp], [3.5 * huge.ulp, 1], [huge / 2], [huge / 2, huge / 2], [huge],
+        ]
+        let sizes = [0, 1.5 * huge.ulp, huge / 4]
+        var returned = 0
+        for viewport in viewports {
+            for heights in heightLists {
+                for spacing in sizes {
+                    for inset in sizes {
+                        let input = LayoutInput(
+                            viewportHeight: viewport, itemHeights: heights, spacing: spacing, topInset: inset,
+                            bottomInset: inset, scrollOffset: viewport / 2, prefetchThreshold: viewport)
+                        guard let layout = try? ChatLayout(input) else { continue }
+                        returned += 1
+                        let numbers =
+                            [layout.contentHeight, layout.bottomPadding]
+                            + layout.items.flatMap { [$0.offsetFromBottom, $0.offsetFromTop, $0.height] }
+                        #expect(numbers.allSatisfy { $0.isFinite }, "\(input)")
+                    }
+                }
+            }
+        }
+        #expect(returned > 100)
+    }
+
     @Test func validInputPassesValidation() throws {
         try Self.valid.validate()
         _ = try ChatLayout(Self.valid)
@@ -140,7 +181,7 @@ import Testing
             [
                 .invalidViewportHeight(-1), .invalidItemHeight(index: 7, value: -1), .invalidSpacing(-1),
                 .invalidTopInset(-1), .invalidBottomInset(-1), .invalidScrollOffset(-1),
-                .invalidPrefetchThreshold(-1), .contentHeightOverflow,
+                .invalidPrefetchThreshold(-1), .contentHeightOverflow, .positionOverflow,
                 .changeIndexOutOfRange(index: 9, itemCount: 2), .changeIndexOutOfRange(index: 0, itemCount: 0),
                 .invalidChangeHeight(index: 1, value: -1), .invalidNewHeight(-1), .invalidViewportWidth(-1),
             ] + TextMetrics.Field.allCases.map { .invalidTextMetric($0, -1) }

@@ -2,11 +2,13 @@ import Foundation
 import Hummingbird
 import Logging
 import PostgresNIO
+import ScrollbackModels
 import ScrollbackServer
 import ScrollbackStore
 import Testing
 
-/// openapi.yaml describes exactly the routes the router serves.
+/// openapi.yaml describes exactly the routes the router serves, with the
+/// limits and error codes of the code.
 @Suite struct APIDescriptionTests {
     /// `(method, path)` pairs under `paths:` in openapi.yaml, paths spelled `/v1/x/{id}`.
     static func documentedRoutes(_ yaml: String) -> Set<String> {
@@ -40,6 +42,103 @@ import Testing
         // HEAD routes are generated from the GET ones.
         let served = Set(router.routes.filter { $0.method != .head }.map { "\($0.method.rawValue) \($0.path.description)" })
         #expect(served == documented, "served but undocumented: \(served.subtracting(documented)); documented but not served: \(documented.subtracting(served))")
+    }
+
+    /// The lines of the block under `path` (keys from the top level down):
+    /// the last key's own line and every more indented line after it.
+    static func block(_ path: [String], in yaml: String) -> String? {
+        var lines = yaml.split(separator: "\n", omittingEmptySubsequences: false)[...]
+        var indent = -1
+        for key in path {
+            let within = lines.dropFirst(indent < 0 ? 0 : 1).prefix { line in
+                line.isEmpty || line.prefix(while: { $0 == " " }).count > indent
+            }
+            guard
+                let start = within.firstIndex(where: { line in
+                    line.drop(while: { $0 == " " }).hasPrefix("\(key):")
+                        && line.prefix(while: { $0 == " " }).count > indent
+                })
+            else { return nil }
+            indent = lines[start].prefix(while: { $0 == " " }).count
+            lines = lines[start...]
+            let end = lines.dropFirst().firstIndex { line in
+                !line.isEmpty && line.prefix(while: { $0 == " " }).count <= indent
+            }
+            lines = lines[start..<(end ?? lines.endIndex)]
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    /// The number after `name:` in `text` (the first one).
+    static func number(_ name: String, in text: String?) -> Double? {
+        guard let text, let match = text.firstMatch(of: try! Regex("\\b\(name): ([0-9.]+)")) else { return nil }
+        return Double(match.output[1].substring ?? "")
+    }
+
+    @Test func theLimitsItStatesAreTheAPILimits() throws {
+        let yaml = try String(contentsOfFile: "openapi.yaml", encoding: .utf8)
+        func value(_ name: String, _ path: String...) -> Double? {
+            Self.number(name, in: Self.block(path, in: yaml))
+        }
+        let schemas = ["components", "schemas"]
+        func schema(_ name: String, _ path: String...) -> String? { Self.block(schemas + [name] + path, in: yaml) }
+
+        let page = (Double(APILimits.pageLimit.lowerBound), Double(APILimits.pageLimit.upperBound))
+        for parameter in ["Limit", "MessageLimit"] {
+            let block = Self.block(["components", "parameters", parameter], in: yaml)
+            #expect(Self.number("minimum", in: block) == page.0, "\(parameter)")
+            #expect(Self.number("maximum", in: block) == page.1, "\(parameter)")
+            #expect(Self.number("default", in: block) == Double(APILimits.defaultPageLimit), "\(parameter)")
+            #expect(block?.contains("\(APILimits.pageLimit.lowerBound) to \(APILimits.pageLimit.upperBound)") == true)
+        }
+        let changes = try #require(Self.block(["paths", "/v1/conversations/{id}/changes", "get"], in: yaml))
+        let changesLimit = try #require(
+            changes.firstMatch(of: #/schema: \{ type: integer, minimum: (\d+), maximum: (\d+), default: (\d+) \}/#))
+        #expect(Int(changesLimit.1) == APILimits.changesLimit.lowerBound)
+        #expect(Int(changesLimit.2) == APILimits.changesLimit.upperBound)
+        #expect(Int(changesLimit.3) == APILimits.defaultChangesLimit)
+
+        #expect(schema("UserID")?.contains("{1,\(APILimits.maxUserIDLength)}") == true)
+        for name in ["Conversation", "CreateConversationRequest"] {
+            #expect(Self.number("maxLength", in: schema(name, "properties", "title")) == Double(APILimits.maxTitleLength))
+        }
+        #expect(
+            Self.number("maxItems", in: schema("CreateConversationRequest", "properties", "members"))
+                == Double(APILimits.maxMembers))
+        for name in ["SendMessageRequest", "EditMessageRequest"] {
+            let body = schema(name, "properties", "body")
+            #expect(Self.number("minLength", in: body) == 1, "\(name)")
+            #expect(Self.number("maxLength", in: body) == Double(APILimits.maxMessageBodyLength), "\(name)")
+        }
+        let clientID = schema("SendMessageRequest", "properties", "client_id")
+        #expect(Self.number("maxLength", in: clientID) == Double(APILimits.maxClientIDLength))
+        #expect(
+            Self.number("maxItems", in: schema("LayoutRequest", "properties", "item_heights"))
+                == Double(APILimits.maxLayoutItems))
+        for parameter in ["ViewportHeight", "ViewportWidth"] {
+            #expect(value("maximum", "components", "parameters", parameter) == APILimits.maxHintViewportLength)
+        }
+        let tooLarge = Self.block(["components", "responses", "PayloadTooLarge"], in: yaml)
+        #expect(tooLarge?.contains("over \(APILimits.maxRequestBodyBytes / 1024) KiB") == true)
+
+        // The prose states them too, written with thousands separators.
+        func written(_ number: Int) -> String {
+            number < 1_000 ? "\(number)" : written(number / 1_000) + String(format: ",%03d", number % 1_000)
+        }
+        for phrase in [
+            "At most \(written(APILimits.maxMembers)) members", "At most \(written(APILimits.maxLayoutItems)) items",
+            "1 to \(written(APILimits.maxMessageBodyLength)) characters",
+        ] {
+            #expect(yaml.contains(phrase), "openapi.yaml does not say \"\(phrase)\"")
+        }
+    }
+
+    /// The Error schema lists every code the API knows, and no other.
+    @Test func theErrorCodesItListsAreTheKnownCodes() throws {
+        let yaml = try String(contentsOfFile: "openapi.yaml", encoding: .utf8)
+        let code = try #require(Self.block(["components", "schemas", "Error", "properties", "error", "properties", "code"], in: yaml))
+        let listed = Set(code.matches(of: #/`([a-z_]+)`/#).map { String($0.1) })
+        #expect(listed == Set(APIErrorCode.allCases.map(\.rawValue)))
     }
 
     @Test func theServedDescriptionIsTheRepositoryFile() throws {

@@ -64,7 +64,7 @@ import Testing
                     let reply = try await server.request(method, path, rawBody: method == .post ? "{}" : nil, headers: headers)
                     #expect(reply.status == .unauthorized, "\(name): \(reply.status)")
                     #expect(reply.headers[.wwwAuthenticate]?.hasPrefix("Bearer") == true, "\(name)")
-                    #expect(try reply.error().error.code == "unauthorized", "\(name)")
+                    #expect(try reply.error().error.code == .unauthorized, "\(name)")
                 }
             }
             // None of those requests created anything.

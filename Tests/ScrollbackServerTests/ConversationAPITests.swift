@@ -31,6 +31,40 @@ import Testing
             #expect(rest.nextCursor == nil)
             let raw = try await server.request(.get, "/v1/conversations?limit=5", as: "bob")
             #expect(raw.text.contains(#""next_cursor":null"#))
+            #expect(raw.text.contains(#""activity_changed":false"#))
+        }
+    }
+
+    /// A message in a conversation the pass has not reached yet moves it
+    /// above the cursor: the next page says `activity_changed`, and a pass
+    /// from the top lists it.
+    @Test func theConversationListSaysWhenAConversationJumpedAboveTheCursor() async throws {
+        try await TestServer.run { server in
+            var ids: [UUID] = []
+            for index in 0..<4 { ids.append(try await server.createConversation(as: "alice", title: "c\(index)").id) }
+            let first = try await server.request(.get, "/v1/conversations?limit=2", as: "alice").decode(ConversationList.self)
+            #expect(first.conversations.map(\.id) == [ids[3], ids[2]])
+            #expect(!first.activityChanged)
+            #expect(try await server.send("wake up", to: ids[0], as: "alice").status == .created)
+            let cursor = try #require(first.nextCursor)
+            let second = try await server.request(.get, "/v1/conversations?limit=2&cursor=\(cursor)", as: "alice")
+                .decode(ConversationList.self)
+            #expect(second.conversations.map(\.id) == [ids[1]])
+            #expect(second.activityChanged)
+            let restarted = try await server.request(.get, "/v1/conversations?limit=10", as: "alice")
+                .decode(ConversationList.self)
+            #expect(restarted.conversations.map(\.id) == [ids[0], ids[3], ids[2], ids[1]])
+
+            // A cursor of the earlier kind (a bare activity mark) still pages, and asks for a restart.
+            let legacy = Data("a:\(Int64.max)".utf8).base64EncodedString().replacingOccurrences(of: "=", with: "")
+            let old = try await server.request(.get, "/v1/conversations?limit=10&cursor=\(legacy)", as: "alice")
+                .decode(ConversationList.self)
+            #expect(old.conversations.count == 4 && old.activityChanged)
+            for bad in ["nonsense", "Yjox", Data("b:1:2".utf8).base64EncodedString()] {
+                let reply = try await server.request(.get, "/v1/conversations?cursor=\(bad)", as: "alice")
+                #expect(reply.status == .badRequest, "\(bad)")
+                #expect(try reply.error().error.code == .invalidParameter)
+            }
         }
     }
 
@@ -72,7 +106,7 @@ import Testing
             #expect(badID.status == .unprocessableContent)
             let forbidden = try await server.request(.delete, "\(membersPath)/dave", as: "bob")
             #expect(forbidden.status == .forbidden)
-            #expect(try forbidden.error().error.code == "forbidden")
+            #expect(try forbidden.error().error.code == .forbidden)
             #expect(try await server.request(.delete, "\(membersPath)/dave", as: "dave").status == .noContent)
             #expect(try await server.request(.delete, "\(membersPath)/bob", as: "alice").status == .noContent)
             #expect(try await server.request(.delete, "\(membersPath)/zed", as: "alice").status == .notFound)

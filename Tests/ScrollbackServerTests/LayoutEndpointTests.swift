@@ -69,7 +69,7 @@ import Testing
 
             let list = try await server.request(.get, "/v1/conversations")
             #expect(list.status == .unauthorized)
-            #expect(try list.error().error.code == "unauthorized")
+            #expect(try list.error().error.code == .unauthorized)
             let create = try await server.request(.post, "/v1/conversations", rawBody: #"{"members": []}"#)
             #expect(create.status == .unauthorized)
             let conversation = try await server.createConversation(as: "alice")
@@ -78,20 +78,21 @@ import Testing
         }
     }
 
-    @Test func atMostTenThousandItems() async throws {
+    @Test func atMostTheItemLimit() async throws {
         try await TestServer.run { server in
             func body(_ count: Int) -> String {
                 #"{"viewport_height": 640, "item_heights": ["# + Array(repeating: "1", count: count).joined(separator: ",")
                     + "]}"
             }
-            let most = try await server.request(.post, Self.path, rawBody: body(10_000))
+            let limit = APILimits.maxLayoutItems
+            let most = try await server.request(.post, Self.path, rawBody: body(limit))
             #expect(most.status == .ok)
-            #expect(try most.decode(LayoutResponse.self).items.count == 10_000)
-            let tooMany = try await server.request(.post, Self.path, rawBody: body(10_001))
+            #expect(try most.decode(LayoutResponse.self).items.count == limit)
+            let tooMany = try await server.request(.post, Self.path, rawBody: body(limit + 1))
             #expect(tooMany.status == .unprocessableContent, "\(tooMany.text)")
             let error = try tooMany.error().error
-            #expect(error.code == "too_many_items")
-            #expect(error.message.contains("10000") && error.message.contains("10001"))
+            #expect(error.code == .tooManyItems)
+            #expect(error.message.contains("\(limit)") && error.message.contains("\(limit + 1)"))
         }
     }
 
@@ -111,27 +112,49 @@ import Testing
                 let reply = try await server.request(.post, Self.path, rawBody: body)
                 #expect(reply.status == .unprocessableContent, "\(body): \(reply.text)")
                 let error = try reply.error().error
-                #expect(error.code == "invalid_layout_input", "\(body)")
+                #expect(error.code == .invalidLayoutInput, "\(body)")
                 #expect(error.message.hasPrefix(field), "\(body): \(error.message)")
+            }
+        }
+    }
+
+    /// Sizes that are each fine but whose positions or sums pass the largest
+    /// Double are refused like any impossible input; JSON has no infinity, so
+    /// answering them would mean a body that is not the layout.
+    @Test func overflowingPositionsAre422NeverAnEmpty200() async throws {
+        try await TestServer.run { server in
+            let bodies = [
+                #"{"viewport_height": 1.7976931348623157e308, "item_heights": [2.9937604643020797e292]}"#,
+                #"{"viewport_height": 1.7976931348623157e308, "item_heights": [10, 6.985441083371519e292]}"#,
+                #"{"viewport_height": 640, "item_heights": [1, 1, 1], "spacing": 1e308}"#,
+                #"{"viewport_height": 640, "item_heights": [1], "top_inset": 1e308, "bottom_inset": 1e308}"#,
+            ]
+            for body in bodies {
+                let reply = try await server.request(.post, Self.path, rawBody: body)
+                #expect(reply.status == .unprocessableContent, "\(body): \(reply.status) \(reply.text)")
+                #expect(reply.text != "{}", "\(body)")
+                let error = try reply.error().error
+                #expect(error.code == .invalidLayoutInput, "\(body)")
+                #expect(!error.message.isEmpty)
             }
         }
     }
 
     @Test func malformedRequestsAre400AndOversizedBodies413() async throws {
         try await TestServer.run { server in
-            let cases: [(String, String, String?)] = [
-                (#"{"item_heights": [10]}"#, "invalid_field", "viewport_height"),
-                (#"{"viewport_height": 640}"#, "invalid_field", "item_heights"),
-                (#"{"viewport_height": "640", "item_heights": [10]}"#, "invalid_field", "viewport_height"),
-                (#"{"viewport_height": 640, "item_heights": [10, "x"]}"#, "invalid_field", "item_heights[1]"),
-                (#"{"viewport_height": 640, "item_heights": 10}"#, "invalid_field", "item_heights"),
-                (#"{"viewport_height": 640, "item_heights": [], "spacing": true}"#, "invalid_field", "spacing"),
-                (#"{"viewport_height": null, "item_heights": []}"#, "invalid_field", "viewport_height"),
+            let cases: [(String, APIErrorCode, String?)] = [
+                (#"{"item_heights": [10]}"#, .invalidField, "viewport_height"),
+                (#"{"viewport_height": 640}"#, .invalidField, "item_heights"),
+                (#"{"viewport_height": "640", "item_heights": [10]}"#, .invalidField, "viewport_height"),
+                (#"{"viewport_height": 640, "item_heights": [10, "x"]}"#, .invalidField, "item_heights[1]"),
+                (#"{"viewport_height": 640, "item_heights": 10}"#, .invalidField, "item_heights"),
+                (#"{"viewport_height": 640, "item_heights": [], "spacing": true}"#, .invalidField, "spacing"),
+                (#"{"viewport_height": null, "item_heights": []}"#, .invalidField, "viewport_height"),
                 // Beyond Double's range: the JSON parser refuses it, so it can never arrive as infinity.
-                (#"{"viewport_height": 1e400, "item_heights": []}"#, "invalid_json", nil),
-                (#"[640]"#, "invalid_json", nil),
-                (#"{"viewport_height": 640,"#, "invalid_json", nil),
-                ("", "invalid_json", nil),
+                (#"{"viewport_height": 1e400, "item_heights": []}"#, .invalidJSON, nil),
+                (#"[640]"#, .invalidJSON, nil),
+                (#"{"viewport_height": 640,"#, .invalidJSON, nil),
+                ("", .invalidJSON, nil),
             ]
             for (body, code, field) in cases {
                 let reply = try await server.request(.post, Self.path, rawBody: body)
@@ -144,87 +167,7 @@ import Testing
                 + "1]}"
             let tooLarge = try await server.request(.post, Self.path, rawBody: huge)
             #expect(tooLarge.status == .contentTooLarge)
-            #expect(try tooLarge.error().error.code == "payload_too_large")
-        }
-    }
-
-    @Test func commandLineOutputIsTheEndpointsResponse() async throws {
-        let request = LayoutRequest(
-            viewportHeight: 300, itemHeights: [44, 60, 80, 120, 44, 90], spacing: 8, topInset: 4, bottomInset: 6,
-            scrollOffset: 40, prefetchThreshold: 100)
-        let printed = LayoutCommandLine.json(try LayoutCommandLine.layout(request))
-        let fromCommand = try ScrollbackJSON.decoder().decode(LayoutResponse.self, from: Data(printed.utf8))
-        #expect(printed.contains(#""offset_from_bottom""#) && printed.contains(#""load_older""#))
-        try await TestServer.run { server in
-            let reply = try await server.request(.post, Self.path, json: request)
-            #expect(reply.status == .ok)
-            let fromServer = try reply.decode(LayoutResponse.self)
-            #expect(fromCommand == fromServer)
-            #expect(fromServer.visible != nil && fromServer.contentHeight == 438 + 40 + 10)
-        }
-    }
-}
-
-/// The command's input handling, at the function level.
-@Suite struct LayoutCommandLineTests {
-    @Test func heightsFlagIsACommaSeparatedList() throws {
-        #expect(try LayoutCommandLine.parseHeights("44,60,80") == [44, 60, 80])
-        #expect(try LayoutCommandLine.parseHeights(" 44 , 60.5 ") == [44, 60.5])
-        #expect(try LayoutCommandLine.parseHeights("") == [])
-        #expect(throws: LayoutCommandLine.Failure.self) { try LayoutCommandLine.parseHeights("44,,60") }
-        #expect(throws: LayoutCommandLine.Failure.self) { try LayoutCommandLine.parseHeights("44,abc") }
-        #expect(throws: LayoutCommandLine.Failure.self) { try LayoutCommandLine.parseHeights("inf") }
-    }
-
-    @Test func flagsBuildTheRequestAndNeedAViewport() throws {
-        let options = LayoutCommandLine.Options(
-            viewport: 640, heights: "44,60", spacing: 8, topInset: 1, bottomInset: 2, scrollOffset: 3,
-            prefetchThreshold: 4)
-        let request = try LayoutCommandLine.request(options: options) {
-            Issue.record("standard input must not be read when --heights is given")
-            return Data()
-        }
-        #expect(
-            request
-                == LayoutRequest(
-                    viewportHeight: 640, itemHeights: [44, 60], spacing: 8, topInset: 1, bottomInset: 2,
-                    scrollOffset: 3, prefetchThreshold: 4))
-        #expect(LayoutInput(request) == LayoutInput(
-            viewportHeight: 640, itemHeights: [44, 60], spacing: 8, topInset: 1, bottomInset: 2, scrollOffset: 3,
-            prefetchThreshold: 4))
-        let missing = LayoutCommandLine.Options(heights: "44")
-        #expect(throws: LayoutCommandLine.Failure("--viewport is required with --heights.")) {
-            try LayoutCommandLine.request(options: missing) { Data() }
-        }
-    }
-
-    @Test func withoutHeightsTheRequestIsJSONOnStandardInputAndFlagsOverrideIt() throws {
-        let json = #"{"viewport_height": 500, "item_heights": [10, 20], "spacing": 4, "scroll_offset": 7}"#
-        let request = try LayoutCommandLine.request(options: .init(spacing: 2)) { Data(json.utf8) }
-        #expect(request == LayoutRequest(viewportHeight: 500, itemHeights: [10, 20], spacing: 2, scrollOffset: 7))
-        let resized = try LayoutCommandLine.request(options: .init(viewport: 900)) { Data(json.utf8) }
-        #expect(resized.viewportHeight == 900 && resized.spacing == 4)
-
-        #expect(throws: LayoutCommandLine.Failure.self) {
-            try LayoutCommandLine.request(options: .init()) { Data(" \n".utf8) }
-        }
-        do {
-            _ = try LayoutCommandLine.request(options: .init()) { Data(#"{"item_heights": []}"#.utf8) }
-            Issue.record("a request without viewport_height was accepted")
-        } catch {
-            #expect(error.description.contains("`viewport_height` is required"), "\(error)")
-        }
-    }
-
-    @Test func absentSizesDefaultToZeroAndBadSizesKeepTheCalculatorsMessage() throws {
-        let layout = try LayoutCommandLine.layout(LayoutRequest(viewportHeight: 100, itemHeights: [30, 30]))
-        #expect(layout.contentHeight == 60 && layout.bottomPadding == 40 && layout.visible == nil)
-        #expect(throws: LayoutCommandLine.Failure("item_heights[0] must be a finite number >= 0 (got -1.0)")) {
-            try LayoutCommandLine.layout(LayoutRequest(viewportHeight: 100, itemHeights: [-1]))
-        }
-        #expect(throws: LayoutCommandLine.Failure.self) {
-            try LayoutCommandLine.layout(
-                LayoutRequest(viewportHeight: 100, itemHeights: Array(repeating: 1, count: 10_001)))
+            #expect(try tooLarge.error().error.code == .payloadTooLarge)
         }
     }
 }

@@ -30,7 +30,7 @@ import Testing
             #expect(try again.decode(MessageEnvelope.self) == first.decode(MessageEnvelope.self))
             let conflict = try await server.send("changed", to: conversation.id, as: "alice", clientID: "tap-1")
             #expect(conflict.status == .conflict)
-            #expect(try conflict.error().error.code == "idempotency_conflict")
+            #expect(try conflict.error().error.code == .idempotencyConflict)
             let page = try await server.request(.get, "/v1/conversations/\(conversation.id)/messages", as: "alice")
                 .decode(MessagePage.self)
             #expect(page.messages.map(\.body) == ["hello"])

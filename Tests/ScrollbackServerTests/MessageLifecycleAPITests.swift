@@ -14,15 +14,15 @@ import Testing
             let message = try edited.decode(MessageEnvelope.self).message
             #expect(message.body == "hello!" && message.editedAt != nil && message.version == 2)
 
-            let cases: [(HTTPRequest.Method, String, String?, String, HTTPResponse.Status, String)] = [
-                (.patch, "\(messages)/1", #"{"body": "mine now"}"#, "alice", .forbidden, "forbidden"),
-                (.patch, "\(messages)/1", #"{"body": "  "}"#, "bob", .unprocessableContent, "invalid_message_body"),
-                (.patch, "\(messages)/1", #"{"body": 3}"#, "bob", .badRequest, "invalid_field"),
-                (.patch, "\(messages)/9", #"{"body": "x"}"#, "bob", .notFound, "message_not_found"),
-                (.patch, "\(messages)/0", #"{"body": "x"}"#, "bob", .notFound, "message_not_found"),
-                (.patch, "\(messages)/abc", #"{"body": "x"}"#, "bob", .notFound, "message_not_found"),
-                (.patch, "\(messages)/1", #"{"body": "x"}"#, "mallory", .notFound, "conversation_not_found"),
-                (.delete, "\(messages)/1", nil, "mallory", .notFound, "conversation_not_found"),
+            let cases: [(HTTPRequest.Method, String, String?, String, HTTPResponse.Status, APIErrorCode)] = [
+                (.patch, "\(messages)/1", #"{"body": "mine now"}"#, "alice", .forbidden, .forbidden),
+                (.patch, "\(messages)/1", #"{"body": "  "}"#, "bob", .unprocessableContent, .invalidMessageBody),
+                (.patch, "\(messages)/1", #"{"body": 3}"#, "bob", .badRequest, .invalidField),
+                (.patch, "\(messages)/9", #"{"body": "x"}"#, "bob", .notFound, .messageNotFound),
+                (.patch, "\(messages)/0", #"{"body": "x"}"#, "bob", .notFound, .messageNotFound),
+                (.patch, "\(messages)/abc", #"{"body": "x"}"#, "bob", .notFound, .messageNotFound),
+                (.patch, "\(messages)/1", #"{"body": "x"}"#, "mallory", .notFound, .conversationNotFound),
+                (.delete, "\(messages)/1", nil, "mallory", .notFound, .conversationNotFound),
             ]
             for (method, path, body, user, status, code) in cases {
                 let reply = try await server.request(method, path, as: user, rawBody: body)
@@ -40,7 +40,7 @@ import Testing
             #expect(try again.decode(MessageEnvelope.self) == deleted.decode(MessageEnvelope.self))
             let editTombstone = try await server.request(.patch, "\(messages)/1", as: "bob", json: EditMessageRequest(body: "back"))
             #expect(editTombstone.status == .conflict)
-            #expect(try editTombstone.error().error.code == "message_deleted")
+            #expect(try editTombstone.error().error.code == .messageDeleted)
 
             let page = try await server.request(.get, messages, as: "bob").decode(MessagePage.self)
             #expect(page.messages.map(\.deleted) == [true] && page.version == 3)

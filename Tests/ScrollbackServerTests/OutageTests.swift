@@ -83,7 +83,7 @@ import Testing
                         #expect(status == .serviceUnavailable, "\(method) \(path) during the outage: \(status)")
                         #expect(headers[.retryAfter] == "1", "\(method) \(path)")
                         let code = try ScrollbackJSON.decoder().decode(APIErrorBody.self, from: data).error.code
-                        #expect(code == "service_unavailable", "\(method) \(path): \(code)")
+                        #expect(code == .serviceUnavailable, "\(method) \(path): \(code)")
                     }
                     #expect(try await call(.get, "/healthz").0 == .ok)
                     try await Task.sleep(for: .seconds(2))

@@ -152,7 +152,7 @@ import Testing
                 let reply = try await Self.page(server, id, query)
                 #expect(reply.status == .badRequest, "\(query): \(reply.text)")
                 let error = try reply.error().error
-                #expect(error.code == "invalid_parameter", "\(query)")
+                #expect(error.code == .invalidParameter, "\(query)")
                 #expect(error.message.contains(field), "\(query): \(error.message)")
             }
             // Zero paddings are fine; decimals are fine.

@@ -75,13 +75,13 @@ import Testing
 
     @Test func concurrentAddsNeverPassTheMemberLimit() async throws {
         try await TestDatabase.withStore(maximumConnections: 10) { store in
-            let others = (1..<(ScrollbackStore.memberLimit - 1)).map { "user\($0)" }
+            let others = (1..<(ScrollbackStore.memberLimit - 1)).map { UserID(rawValue: "user\($0)") }
             let id = try await store.createConversation(creator: "alice", title: nil, members: others).id
             let outcomes = try await withThrowingTaskGroup(of: Bool.self) { group in
                 for index in 0..<8 {
                     group.addTask {
                         do {
-                            _ = try await store.addMember("late\(index)", to: id, by: "alice")
+                            _ = try await store.addMember(UserID(rawValue: "late\(index)"), to: id, by: "alice")
                             return true
                         } catch StoreError.conversationFull {
                             return false

@@ -140,7 +140,7 @@ import Testing
 
     @Test func aConversationStopsAcceptingMembersAtTheLimit() async throws {
         try await TestDatabase.withStore { store in
-            let others = (1..<ScrollbackStore.memberLimit).map { "user\($0)" }
+            let others = (1..<ScrollbackStore.memberLimit).map { UserID(rawValue: "user\($0)") }
             let conversation = try await store.createConversation(creator: "alice", title: nil, members: others)
             #expect(conversation.members.count == ScrollbackStore.memberLimit)
             await #expect(throws: StoreError.conversationFull(limit: ScrollbackStore.memberLimit)) {

@@ -17,7 +17,7 @@ import Testing
             let edited = try await store.edit(fromBob.seq, in: id, by: "bob", body: "bob's, edited")
             #expect(edited.body == "bob's, edited" && edited.version == 3 && edited.editedAt != nil && !edited.deleted)
             #expect(edited.seq == fromBob.seq && edited.createdAt == fromBob.createdAt)
-            for other in ["alice", "carol"] {
+            for other: UserID in ["alice", "carol"] {
                 await #expect(throws: StoreError.forbidden("Only the sender can edit a message.")) {
                     try await store.edit(fromBob.seq, in: id, by: other, body: "hijack")
                 }

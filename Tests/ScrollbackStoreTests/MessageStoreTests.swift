@@ -17,14 +17,14 @@ import Testing
     @Test func concurrentSendersGetEverySeqOnceWithNoGap() async throws {
         try await TestDatabase.withStore(maximumConnections: 20) { store in
             let id = try await store.createConversation(
-                creator: "alice", title: nil, members: (0..<20).map { "sender\($0)" }).id
+                creator: "alice", title: nil, members: (0..<20).map { UserID(rawValue: "sender\($0)") }).id
             let seqs = try await withThrowingTaskGroup(of: [Int64].self) { group in
                 for sender in 0..<20 {
                     group.addTask {
                         var mine: [Int64] = []
                         for index in 0..<100 {
                             let outcome = try await store.send(
-                                to: id, from: "sender\(sender)", body: "s\(sender)-\(index)", clientID: nil)
+                                to: id, from: UserID(rawValue: "sender\(sender)"), body: "s\(sender)-\(index)", clientID: nil)
                             mine.append(outcome.message.seq)
                         }
                         return mine

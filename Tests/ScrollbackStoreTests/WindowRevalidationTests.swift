@@ -21,12 +21,12 @@ import Testing
         }
     }
 
-    static let users = ["alice", "bob", "carol"]
+    static let users: [UserID] = ["alice", "bob", "carol"]
 
     enum Operation: Sendable {
-        case send(from: String)
-        case edit(seq: Int64, by: String)
-        case delete(seq: Int64, by: String)
+        case send(from: UserID)
+        case edit(seq: Int64, by: UserID)
+        case delete(seq: Int64, by: UserID)
     }
 
     static func operations(count: Int, knownSeqs: Int64, using rng: inout SeededGenerator) -> [Operation] {

@@ -1,24 +1,24 @@
 import Foundation
 import ScrollbackLayout
 import ScrollbackModels
+import ScrollbackServer
 
 /// What `scrollback layout` does between parsing its flags and printing:
 /// build a ``LayoutRequest`` from flags or from JSON on standard input, lay it
 /// out with the endpoint's own code (``LayoutRequests``) and render JSON or
-/// SVG. It sits in this module, next to the endpoint, so the server tests can
-/// check it without spawning the binary.
-public enum LayoutCommandLine {
+/// SVG. Its tests check it without spawning the binary.
+enum LayoutCommandLine {
     /// The command's options, as given (`nil` = not given).
-    public struct Options: Sendable, Equatable {
-        public var viewport: Double?
-        public var heights: String?
-        public var spacing: Double?
-        public var topInset: Double?
-        public var bottomInset: Double?
-        public var scrollOffset: Double?
-        public var prefetchThreshold: Double?
+    struct Options: Sendable, Equatable {
+        var viewport: Double?
+        var heights: String?
+        var spacing: Double?
+        var topInset: Double?
+        var bottomInset: Double?
+        var scrollOffset: Double?
+        var prefetchThreshold: Double?
 
-        public init(
+        init(
             viewport: Double? = nil, heights: String? = nil, spacing: Double? = nil, topInset: Double? = nil,
             bottomInset: Double? = nil, scrollOffset: Double? = nil, prefetchThreshold: Double? = nil
         ) {
@@ -33,10 +33,10 @@ public enum LayoutCommandLine {
     }
 
     /// A problem to report to the user, worded for the command line.
-    public struct Failure: Error, Sendable, Equatable, CustomStringConvertible {
-        public var description: String
+    struct Failure: Error, Sendable, Equatable, CustomStringConvertible {
+        var description: String
 
-        public init(_ description: String) {
+        init(_ description: String) {
             self.description = description
         }
     }
@@ -44,7 +44,7 @@ public enum LayoutCommandLine {
     /// `44,60,80` (spaces around the commas allowed) -> `[44, 60, 80]`. An
     /// empty string is an empty list; signs are accepted here so that a
     /// negative height reaches the calculator and gets its precise message.
-    public static func parseHeights(_ text: String) throws(Failure) -> [Double] {
+    static func parseHeights(_ text: String) throws(Failure) -> [Double] {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
         if trimmed.isEmpty { return [] }
         var heights: [Double] = []
@@ -61,7 +61,7 @@ public enum LayoutCommandLine {
     /// The request: from the flags when `--heights` is given (then `--viewport`
     /// is required), otherwise decoded from `standardInput` (the endpoint's
     /// JSON request shape). Flags given next to JSON override its fields.
-    public static func request(options: Options, standardInput: () -> Data) throws(Failure) -> LayoutRequest {
+    static func request(options: Options, standardInput: () -> Data) throws(Failure) -> LayoutRequest {
         var request: LayoutRequest
         if let heights = options.heights {
             guard let viewport = options.viewport else {
@@ -78,7 +78,7 @@ public enum LayoutCommandLine {
             do {
                 request = try ScrollbackJSON.decoder().decode(LayoutRequest.self, from: data)
             } catch let error as DecodingError {
-                throw Failure("Standard input: " + RequestBody.explain(error))
+                throw Failure("Standard input: " + ScrollbackJSON.explain(error))
             } catch {
                 throw Failure("Standard input is not valid JSON.")
             }
@@ -93,7 +93,7 @@ public enum LayoutCommandLine {
     }
 
     /// Lays out `request` exactly as `POST /v1/layout` does.
-    public static func layout(_ request: LayoutRequest) throws(Failure) -> ChatLayout {
+    static func layout(_ request: LayoutRequest) throws(Failure) -> ChatLayout {
         do {
             return try LayoutRequests.layout(for: request)
         } catch {
@@ -101,12 +101,16 @@ public enum LayoutCommandLine {
         }
     }
 
-    /// The endpoint's response body for `layout`, pretty-printed with sorted keys.
-    public static func json(_ layout: ChatLayout) -> String {
+    /// The endpoint's response body for `layout`, pretty-printed with sorted
+    /// keys; a failure rather than `{}` should the layout hold a number JSON
+    /// cannot carry.
+    static func json(_ layout: ChatLayout) throws(Failure) -> String {
         let encoder = ScrollbackJSON.encoder()
         encoder.outputFormatting.insert(.prettyPrinted)
-        // Encoding our own wire types cannot fail.
-        let data = (try? encoder.encode(LayoutResponse(layout))) ?? Data("{}".utf8)
-        return String(decoding: data, as: UTF8.self)
+        do {
+            return String(decoding: try encoder.encode(LayoutResponse(layout)), as: UTF8.self)
+        } catch {
+            throw Failure("The layout cannot be written as JSON: \(error)")
+        }
     }
 }

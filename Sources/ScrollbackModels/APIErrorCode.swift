@@ -1,0 +1,98 @@
+/// The machine-readable `code` of an error body: snake_case and stable, the
+/// value a client switches on (the `message` is for people).
+///
+/// A struct with static members rather than an enum: a client decoding an
+/// error from a newer server keeps a code it does not know yet instead of
+/// failing to decode the whole body.
+public struct APIErrorCode: RawRepresentable, Codable, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+    public let rawValue: String
+
+    public init(rawValue: String) {
+        self.rawValue = rawValue
+    }
+
+    public var description: String { rawValue }
+
+    // MARK: 400: the request is malformed
+
+    /// The body is not a JSON object of the route's shape as a whole (empty,
+    /// not JSON, not an object, a number out of range).
+    public static let invalidJSON = APIErrorCode(rawValue: "invalid_json")
+    /// One field of the JSON body has the wrong type or is missing.
+    public static let invalidField = APIErrorCode(rawValue: "invalid_field")
+    /// A query parameter is malformed, out of range, repeated or not allowed here.
+    public static let invalidParameter = APIErrorCode(rawValue: "invalid_parameter")
+    /// Any other malformed request that the HTTP layer refused.
+    public static let badRequest = APIErrorCode(rawValue: "bad_request")
+
+    // MARK: 401, 403: who is asking
+
+    /// Missing, malformed, expired or wrongly signed bearer token.
+    public static let unauthorized = APIErrorCode(rawValue: "unauthorized")
+    /// A member who may not do this (edit someone else's message, remove another member).
+    public static let forbidden = APIErrorCode(rawValue: "forbidden")
+
+    // MARK: 404, 405: what is addressed
+
+    /// No such conversation, or the caller is not a member (the same answer).
+    public static let conversationNotFound = APIErrorCode(rawValue: "conversation_not_found")
+    /// The user is not a member of the conversation.
+    public static let memberNotFound = APIErrorCode(rawValue: "member_not_found")
+    /// The conversation has no message with that seq.
+    public static let messageNotFound = APIErrorCode(rawValue: "message_not_found")
+    /// No such route.
+    public static let notFound = APIErrorCode(rawValue: "not_found")
+    /// A known route that does not take this method (the `Allow` header lists those it takes).
+    public static let methodNotAllowed = APIErrorCode(rawValue: "method_not_allowed")
+
+    // MARK: 409, 413: conflicts and sizes
+
+    /// The `client_id` was already used for a different message in this conversation.
+    public static let idempotencyConflict = APIErrorCode(rawValue: "idempotency_conflict")
+    /// The message was deleted and cannot be edited.
+    public static let messageDeleted = APIErrorCode(rawValue: "message_deleted")
+    /// The request body is larger than ``APILimits/maxRequestBodyBytes``.
+    public static let payloadTooLarge = APIErrorCode(rawValue: "payload_too_large")
+
+    // MARK: 422: well-formed but invalid values
+
+    /// The message body is empty, invisible, too long or contains U+0000.
+    public static let invalidMessageBody = APIErrorCode(rawValue: "invalid_message_body")
+    /// The `client_id` is empty, too long or contains control characters.
+    public static let invalidClientID = APIErrorCode(rawValue: "invalid_client_id")
+    /// The title is too long or contains U+0000.
+    public static let invalidTitle = APIErrorCode(rawValue: "invalid_title")
+    /// A user id does not have the shape of ``UserID``.
+    public static let invalidUserID = APIErrorCode(rawValue: "invalid_user_id")
+    /// A read marker that is negative or beyond the newest message.
+    public static let invalidReadSeq = APIErrorCode(rawValue: "invalid_read_seq")
+    /// More members than ``APILimits/maxMembers``.
+    public static let tooManyMembers = APIErrorCode(rawValue: "too_many_members")
+    /// More layout items than ``APILimits/maxLayoutItems``.
+    public static let tooManyItems = APIErrorCode(rawValue: "too_many_items")
+    /// A layout size the calculator rejects (negative, not finite, or
+    /// adding up beyond the largest representable height).
+    public static let invalidLayoutInput = APIErrorCode(rawValue: "invalid_layout_input")
+
+    // MARK: 5xx: our side
+
+    /// Something broke on the server; the request was not completed.
+    public static let internalError = APIErrorCode(rawValue: "internal_error")
+    /// The database is unreachable; retry after a moment (`Retry-After`).
+    public static let serviceUnavailable = APIErrorCode(rawValue: "service_unavailable")
+    /// A write whose commit could not be confirmed: it may or may not have
+    /// been stored. Retry with the same `client_id` to learn which, without
+    /// storing it twice.
+    public static let outcomeUnknown = APIErrorCode(rawValue: "outcome_unknown")
+
+    /// Every code this version of the API knows. A newer server may send others.
+    public static let allCases: [APIErrorCode] = [
+        .invalidJSON, .invalidField, .invalidParameter, .badRequest,
+        .unauthorized, .forbidden,
+        .conversationNotFound, .memberNotFound, .messageNotFound, .notFound, .methodNotAllowed,
+        .idempotencyConflict, .messageDeleted, .payloadTooLarge,
+        .invalidMessageBody, .invalidClientID, .invalidTitle, .invalidUserID, .invalidReadSeq, .tooManyMembers,
+        .tooManyItems, .invalidLayoutInput,
+        .internalError, .serviceUnavailable, .outcomeUnknown,
+    ]
+}

@@ -1,0 +1,36 @@
+/// The limits of the API, in one place: the server validates against them,
+/// openapi.yaml states them (a test checks that it states these numbers), and
+/// a client can check its input before sending it.
+///
+/// Lengths of text count Unicode code points, as JSON Schema's `maxLength`
+/// does: a count of grapheme clusters would let one "character" carry any
+/// number of combining marks.
+public enum APILimits {
+    /// A message body: 1 to this many code points.
+    public static let maxMessageBodyLength = 4_000
+    /// A conversation title: at most this many code points.
+    public static let maxTitleLength = 200
+    /// A `client_id` (idempotency key): 1 to this many code points.
+    public static let maxClientIDLength = 64
+    /// A user id: 1 to this many characters of ``UserID``'s alphabet.
+    public static let maxUserIDLength = 64
+    /// Members of one conversation, creator included.
+    public static let maxMembers = 1_000
+
+    /// `limit` of a page of messages or conversations.
+    public static let pageLimit: ClosedRange<Int> = 1...200
+    /// The page size without `limit`.
+    public static let defaultPageLimit = 50
+    /// `limit` of a page of the change log.
+    public static let changesLimit: ClosedRange<Int> = 1...1_000
+    /// The change log's page size without `limit`.
+    public static let defaultChangesLimit = 100
+
+    /// A request body; larger ones get 413.
+    public static let maxRequestBodyBytes = 64 * 1024
+    /// Item heights in one layout request. A client lays out the window of a
+    /// conversation it holds, not all of it; the cap keeps one request small.
+    public static let maxLayoutItems = 10_000
+    /// `viewport_height` and `viewport_width` of page hints, in points.
+    public static let maxHintViewportLength = 100_000.0
+}

@@ -1,0 +1,129 @@
+import Foundation
+import ScrollbackModels
+import Testing
+
+/// Every wire type against a hand-written fixture: encoding the fixed value
+/// with the wire encoder gives the fixture byte for byte, and decoding the
+/// fixture gives the value back. A field left out of a hand-written
+/// `encode(to:)`, a renamed key or a changed timestamp format fails here
+/// before a client notices.
+@Suite struct GoldenFixtureTests {
+    @Test(arguments: Golden.all)
+    func encodingGivesTheFixtureAndDecodingGivesTheValueBack(_ golden: Golden) throws {
+        let fixture = try Golden.fixture(named: golden.name)
+        let encoded = try golden.encode()
+        #expect(
+            encoded == fixture,
+            "encoded:\n\(String(decoding: encoded, as: UTF8.self))\nfixture:\n\(String(decoding: fixture, as: UTF8.self))")
+        #expect(try golden.decodesToTheValue(fixture))
+    }
+
+    @Test func everyFixtureFileHasAGoldenValue() throws {
+        let directory = try #require(Bundle.module.url(forResource: "Fixtures", withExtension: nil))
+        let files = try FileManager.default.contentsOfDirectory(atPath: directory.path)
+            .filter { $0.hasSuffix(".json") }
+            .map { String($0.dropLast(".json".count)) }
+        #expect(Set(files) == Set(Golden.all.map(\.name)))
+        #expect(Golden.all.count == Set(Golden.all.map(\.name)).count, "two golden values share a fixture")
+    }
+}
+
+/// One fixed value of a wire type and the fixture it must encode to.
+struct Golden: Sendable, CustomTestStringConvertible {
+    let name: String
+    let encode: @Sendable () throws -> Data
+    let decodesToTheValue: @Sendable (Data) throws -> Bool
+
+    init<Value: Codable & Equatable & Sendable>(_ name: String, _ value: Value) {
+        self.name = name
+        self.encode = { try ScrollbackJSON.encoder().encode(value) }
+        self.decodesToTheValue = { try ScrollbackJSON.decoder().decode(Value.self, from: $0) == value }
+    }
+
+    var testDescription: String { name }
+
+    static func fixture(named name: String) throws -> Data {
+        let url = try #require(
+            Bundle.module.url(forResource: name, withExtension: "json", subdirectory: "Fixtures"),
+            "no fixture \(name).json")
+        return try Data(contentsOf: url)
+    }
+
+    static let all: [Golden] = [
+        Golden("message", Values.message),
+        Golden("message_deleted", Values.deletedMessage),
+        Golden("message_envelope", MessageEnvelope(message: Values.message)),
+        Golden("message_page", Values.page),
+        Golden("message_page_with_layout", Values.pageWithLayout),
+        Golden("page_layout_hints", Values.hints),
+        Golden("change_set", ChangeSet(messages: [Values.deletedMessage, Values.message], hasMore: true, version: 9)),
+        Golden("conversation", Values.conversation),
+        Golden("conversation_empty", Values.emptyConversation),
+        Golden(
+            "conversation_list",
+            ConversationList(conversations: [Values.conversation, Values.emptyConversation], nextCursor: "YToxMg")),
+        Golden(
+            "conversation_list_last_page", ConversationList(conversations: [], nextCursor: nil, activityChanged: true)),
+        Golden("read_marker", ReadMarker(conversationId: Values.conversationID, readSeq: 41, unreadCount: 1)),
+        Golden("send_message_request", SendMessageRequest(body: "On my way", clientId: "c-7f3a")),
+        Golden("send_message_request_without_client_id", SendMessageRequest(body: "On my way")),
+        Golden("edit_message_request", EditMessageRequest(body: "On my way!")),
+        Golden("create_conversation_request", CreateConversationRequest(title: "Trip", members: ["bob", "carol"])),
+        Golden("create_conversation_request_empty", CreateConversationRequest()),
+        Golden("add_member_request", AddMemberRequest(userId: "dave@example.com")),
+        Golden("read_marker_request", ReadMarkerRequest(seq: 41)),
+        Golden("layout_request", Values.layoutRequest),
+        Golden("layout_request_minimal", LayoutRequest(viewportHeight: 640, itemHeights: [100, 50])),
+        Golden("layout_response", Values.layoutResponse),
+        Golden("layout_response_without_visible", Values.layoutResponseWithoutVisible),
+        Golden("api_error_body", APIErrorBody(code: .conversationNotFound, message: "No conversation with this id.")),
+    ]
+}
+
+/// The fixed values behind the fixtures.
+enum Values {
+    static let conversationID = UUID(uuidString: "6F9619FF-8B86-D011-B42D-00C04FC964FF")!
+    /// 2026-11-22T05:36:39.125Z: whole milliseconds that a Double holds exactly.
+    static let sentAt = Date(timeIntervalSince1970: 1_795_325_799.125)
+    /// 2026-11-22T05:40:00.500Z
+    static let editedAt = Date(timeIntervalSince1970: 1_795_326_000.5)
+    /// 2026-11-21T18:00:00.000Z
+    static let createdAt = Date(timeIntervalSince1970: 1_795_284_000)
+
+    static let message = Message(
+        conversationId: conversationID, seq: 42, sender: "alice", body: "On my way", clientId: "c-7f3a",
+        createdAt: sentAt, version: 44, editedAt: editedAt, deleted: false)
+    static let deletedMessage = Message(
+        conversationId: conversationID, seq: 41, sender: "bob", body: "", clientId: nil, createdAt: sentAt,
+        version: 43, editedAt: nil, deleted: true)
+
+    static let page = MessagePage(
+        messages: [message, deletedMessage], hasOlder: true, hasNewer: false, lastSeq: 42, version: 44)
+    static let hints = PageLayoutHints(
+        viewportHeight: 640, viewportWidth: 390, itemHeights: [38, 60], contentHeight: 106, bottomPadding: 534,
+        metrics: PageLayoutHints.Metrics(
+            fontSize: 17, lineHeight: 22, averageCharacterWidth: 8.5, horizontalPadding: 12, verticalPadding: 8,
+            maxWidthFraction: 0.75, spacing: 8))
+    static let pageWithLayout = MessagePage(
+        messages: [message, deletedMessage], hasOlder: true, hasNewer: false, lastSeq: 42, version: 44, layout: hints)
+
+    static let conversation = Conversation(
+        id: conversationID, title: "Trip", createdBy: "alice", createdAt: createdAt, lastSeq: 42,
+        members: ["alice", "bob"], readSeq: 40, unreadCount: 1, lastMessage: message)
+    static let emptyConversation = Conversation(
+        id: UUID(uuidString: "00000000-0000-4000-8000-000000000001")!, title: nil, createdBy: "bob",
+        createdAt: createdAt, lastSeq: 0, members: ["bob"])
+
+    static let layoutRequest = LayoutRequest(
+        viewportHeight: 640, itemHeights: [100, 50.5], spacing: 10, topInset: 4, bottomInset: 6, scrollOffset: 0,
+        prefetchThreshold: 320)
+    static let layoutResponse = LayoutResponse(
+        contentHeight: 160, bottomPadding: 480, isScrollable: false,
+        items: [
+            .init(index: 0, offsetFromBottom: 480, offsetFromTop: 60, height: 100),
+            .init(index: 1, offsetFromBottom: 590, offsetFromTop: 0, height: 50),
+        ],
+        visible: .init(first: 0, last: 1), loadOlder: true)
+    static let layoutResponseWithoutVisible = LayoutResponse(
+        contentHeight: 0, bottomPadding: 640, isScrollable: false, items: [], visible: nil, loadOlder: false)
+}
