@@ -110,4 +110,65 @@ import Testing
             }
         }
     }
+
+    /// The database stops answering (its backend is frozen) while a send is
+    /// in flight: the client hears 503 `outcome_unknown` at the deadline
+    /// rather than waiting for ever; when the database answers again the
+    /// statement commits, and the retry with the same client_id returns that
+    /// message (200) instead of storing it twice.
+    @Test func aStalledDatabaseGivesOutcomeUnknownAndTheRetryResolvesIt() async throws {
+        var logger = Logger(label: "scrollback.tests.stall")
+        logger.logLevel = .critical
+        let cluster = EmbeddedPostgres(
+            stateDirectory: ".scrollback", clusterName: "test-stall-postgres",
+            options: .init(durable: false, maxConnections: 20), logger: logger)
+        try cluster.stopAnyRunning()
+        let running = try cluster.start()
+        defer { try? cluster.stopAnyRunning() }
+        let url = try DatabaseURL(running.url)
+        let store = ScrollbackStore(
+            url: url, options: StoreOptions(maximumConnections: 1, statementTimeout: .seconds(1)), logger: logger)
+        let app = try await buildApplication(configuration: TestServer.configuration, store: store, logger: logger)
+        let token = try await TokenAuthority(secret: TestServer.secret).token(for: "alice", ttl: 600)
+
+        try await TestDatabase.running(store) {
+            try await app.test(.live) { client in
+                func post(_ path: String, _ body: String) async throws -> (HTTPResponse.Status, Data) {
+                    try await client.execute(
+                        uri: path, method: .post,
+                        headers: [.authorization: "Bearer \(token)", .contentType: "application/json"],
+                        body: .init(string: body)
+                    ) { ($0.status, Data(buffer: $0.body)) }
+                }
+                let created = try await post("/v1/conversations", "{}")
+                let id = try ScrollbackJSON.decoder().decode(Conversation.self, from: created.1).id
+                let path = "/v1/conversations/\(id)/messages"
+
+                // The pool's one connection: freeze the process that serves it.
+                let backends = try await TestDatabase.admin(url) { admin in
+                    try await admin.query(
+                        "SELECT pid FROM pg_stat_activity WHERE application_name = 'scrollback'",
+                        logger: Logger(label: "scrollback.tests.stall")
+                    ).collect().map { try $0.decode(Int32.self) }
+                }
+                #expect(backends.count == 1)
+                for pid in backends { kill(pid, SIGSTOP) }
+                let stalled = try await post(path, #"{"body": "are you there?", "client_id": "s1"}"#)
+                for pid in backends { kill(pid, SIGCONT) }
+                #expect(stalled.0 == .serviceUnavailable)
+                let code = try ScrollbackJSON.decoder().decode(APIErrorBody.self, from: stalled.1).error.code
+                #expect(code == .outcomeUnknown)
+
+                // The statement went on once the database answered: the retry finds it.
+                var retried: (HTTPResponse.Status, Data) = (.serviceUnavailable, Data())
+                for _ in 0..<40 where retried.0 == .serviceUnavailable {
+                    retried = try await post(path, #"{"body": "are you there?", "client_id": "s1"}"#)
+                    if retried.0 == .serviceUnavailable { try await Task.sleep(for: .milliseconds(250)) }
+                }
+                #expect(retried.0 == .ok)
+                let message = try ScrollbackJSON.decoder().decode(MessageEnvelope.self, from: retried.1).message
+                #expect(message.seq == 1 && message.clientId == "s1")
+            }
+        }
+    }
 }
