@@ -26,4 +26,25 @@ enum MessageRow {
             editedAt: try row["\(alias)_edited_at"].decode(Date?.self),
             deleted: try row["\(alias)_deleted"].decode(Bool.self))
     }
+
+    /// The message columns in the order `positional(_:)` selects them.
+    static func positional(_ alias: String) -> String {
+        names.map { "\(alias).\($0)" }.joined(separator: ", ")
+    }
+
+    /// The columns of one message read by position (`positional(_:)`), all
+    /// nullable for a LEFT JOIN that found none.
+    typealias Columns = (Int64?, String?, String?, String?, Date?, Int64?, Date?, Bool?)
+
+    /// The message in `columns`, or nil when a LEFT JOIN found none.
+    static func message(_ columns: Columns, conversation: UUID) throws -> Message? {
+        let (seq, sender, body, clientID, createdAt, version, editedAt, deleted) = columns
+        guard let seq else { return nil }
+        guard let sender, let body, let createdAt, let version, let deleted else {
+            throw StoreError.unavailable
+        }
+        return Message(
+            conversationId: conversation, seq: seq, sender: sender, body: body, clientId: clientID,
+            createdAt: createdAt, version: version, editedAt: editedAt, deleted: deleted)
+    }
 }

@@ -13,6 +13,19 @@ extension ScrollbackStore {
         }
     }
 
+    /// Runs one prepared statement (prepared once per connection, then only
+    /// bound and executed) and returns every row, decoded by position; read
+    /// to the end like `rows(_:writes:)`.
+    func rows<Statement: PostgresPreparedStatement>(
+        _ statement: Statement, writes: Bool
+    ) async throws -> [Statement.Row] where Statement.Row: Sendable {
+        try await withConnection(writes: writes) { connection in
+            var rows: [Statement.Row] = []
+            for try await row in try await connection.execute(statement, logger: logger) { rows.append(row) }
+            return rows
+        }
+    }
+
     /// Runs `body` on a pooled connection, returned to the pool when `body`
     /// ends whatever happened in it, under the store's deadline, with driver
     /// and pool errors turned into `StoreError`s.

@@ -7,31 +7,9 @@ extension ScrollbackStore {
     /// version read in the same statement (one snapshot, one round trip).
     public func page(of id: UUID, for user: UserID, anchor: PageAnchor, limit: Int) async throws -> MessagePage {
         let scan = PageScan(anchor: anchor, limit: limit)
-        let rows = try await rows(
-            """
-            SELECT c.last_seq, c.version AS conversation_version, \(unescaped: MessageRow.columns("m"))
-            FROM conversations c
-            LEFT JOIN LATERAL (
-                (SELECT * FROM messages
-                 WHERE conversation_id = c.id AND seq <= \(scan.olderFrom)
-                 ORDER BY seq DESC LIMIT \(scan.olderLimit))
-                UNION ALL
-                (SELECT * FROM messages
-                 WHERE conversation_id = c.id AND seq >= \(scan.newerFrom)
-                 ORDER BY seq ASC LIMIT \(scan.newerLimit))
-            ) m ON true
-            WHERE c.id = \(id)
-              AND EXISTS (SELECT 1 FROM members WHERE conversation_id = c.id AND user_id = \(user.rawValue))
-            """,
-            writes: false)
-        var head: (lastSeq: Int64, version: Int64)?
-        var messages: [Message] = []
-        for row in rows {
-            let columns = row.makeRandomAccess()
-            head = (try columns["last_seq"].decode(Int64.self), try columns["conversation_version"].decode(Int64.self))
-            if let message = try MessageRow.decode(columns, alias: "m", conversation: id) { messages.append(message) }
-        }
-        guard let head else { throw StoreError.conversationNotFound }
+        let rows = try await rows(PageStatement(conversation: id, user: user, scan: scan), writes: false)
+        guard let head = rows.first else { throw StoreError.conversationNotFound }
+        let messages = rows.compactMap(\.message)
         // UNION ALL promises no order across its branches: `sides` restores each side's.
         let (older, newer) = scan.sides(of: messages)
         let page = PageAssembly.assemble(
@@ -96,5 +74,61 @@ extension ScrollbackStore {
         guard messages.count > limit else { return ChangeSet(messages: messages, hasMore: false, version: current) }
         messages.removeLast(messages.count - limit)
         return ChangeSet(messages: messages, hasMore: true, version: messages.last!.version)
+    }
+}
+
+/// One page read, prepared once per connection: both sides of the anchor
+/// (`PageScan`: up to `older_limit` rows at or below `older_from`, newest
+/// first, and up to `newer_limit` rows from `newer_from` up), with the
+/// conversation's last seq and version from the same snapshot, and the
+/// membership check. Both sides are keyset scans on the primary key.
+struct PageStatement: PostgresPreparedStatement {
+    static let name = "scrollback_page_v1"
+    static let sql = """
+        SELECT c.last_seq, c.version, \(MessageRow.positional("m"))
+        FROM conversations c
+        LEFT JOIN LATERAL (
+            (SELECT * FROM messages
+             WHERE conversation_id = c.id AND seq <= $3
+             ORDER BY seq DESC LIMIT $4)
+            UNION ALL
+            (SELECT * FROM messages
+             WHERE conversation_id = c.id AND seq >= $5
+             ORDER BY seq ASC LIMIT $6)
+        ) m ON true
+        WHERE c.id = $1
+          AND EXISTS (SELECT 1 FROM members WHERE conversation_id = c.id AND user_id = $2)
+        """
+    static let parameters = ["conversation_id", "user_id", "older_from", "older_limit", "newer_from", "newer_limit"]
+    static let bindingDataTypes: [PostgresDataType] = [.uuid, .text, .int8, .int8, .int8, .int8]
+
+    var conversation: UUID
+    var user: UserID
+    var scan: PageScan
+
+    struct Row: Sendable {
+        var lastSeq: Int64
+        var version: Int64
+        var message: Message?
+    }
+
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 6)
+        bindings.append(conversation)
+        bindings.append(user.rawValue)
+        bindings.append(scan.olderFrom)
+        bindings.append(Int64(scan.olderLimit))
+        bindings.append(scan.newerFrom)
+        bindings.append(Int64(scan.newerLimit))
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> Row {
+        let (lastSeq, version, seq, sender, body, clientID, createdAt, messageVersion, editedAt, deleted) =
+            try row.decode((Int64, Int64, Int64?, String?, String?, String?, Date?, Int64?, Date?, Bool?).self)
+        return Row(
+            lastSeq: lastSeq, version: version,
+            message: try MessageRow.message(
+                (seq, sender, body, clientID, createdAt, messageVersion, editedAt, deleted), conversation: conversation))
     }
 }

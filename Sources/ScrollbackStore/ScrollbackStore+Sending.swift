@@ -29,44 +29,47 @@ extension ScrollbackStore {
         to id: UUID, from sender: UserID, body: String, clientID: String?
     ) async throws -> SendOutcome {
         for _ in 0..<Self.retryAttempts {
-            let row = try await rows(Self.sendStatement(to: id, from: sender, body: body, clientID: clientID), writes: true)
-                .first
-            guard let columns = row?.makeRandomAccess(), try columns["is_member"].decode(Bool.self) else {
+            let statement = SendStatement(conversation: id, sender: sender, body: body, clientID: clientID)
+            guard let row = try await rows(statement, writes: true).first, row.isMember else {
                 throw StoreError.conversationNotFound
             }
-            guard let message = try MessageRow.decode(columns, alias: "m", conversation: id) else {
+            guard let message = row.message else {
                 // The same client_id committed by a concurrent send after this
                 // statement's snapshot: the next statement sees it.
                 continue
             }
-            if try columns["created"].decode(Bool.self) { return .created(message) }
+            if row.created { return .created(message) }
             // A deleted message is the retry's outcome too: resending must not bring it back.
-            guard try columns["same_body"].decode(Bool.self) || message.deleted else {
-                throw StoreError.idempotencyConflict
-            }
+            guard row.sameBody || message.deleted else { throw StoreError.idempotencyConflict }
             return .replayed(message)
         }
         throw StoreError.unavailable
     }
+}
 
-    static func sendStatement(to id: UUID, from sender: UserID, body: String, clientID: String?) -> PostgresQuery {
-        """
+/// A send, prepared once per connection. It locks the conversation row,
+/// then checks under that lock that the sender is still a member, looks for
+/// an earlier message with this `client_id`, and only when there is none
+/// inserts the message with the conversation's next seq and version.
+struct SendStatement: PostgresPreparedStatement {
+    static let name = "scrollback_send_v1"
+    static let sql = """
         WITH conv AS (
-            SELECT id, last_seq, version FROM conversations WHERE id = \(id)
+            SELECT id, last_seq, version FROM conversations WHERE id = $1
             FOR NO KEY UPDATE
         ), member AS (
             SELECT user_id FROM members
-            WHERE conversation_id = (SELECT id FROM conv) AND user_id = \(sender.rawValue)
+            WHERE conversation_id = (SELECT id FROM conv) AND user_id = $2
             FOR KEY SHARE
         ), existing AS (
-            SELECT m.*, COALESCE(m.sent_body_hash = md5(\(body)), m.body = \(body)) AS same_body
+            SELECT m.*, COALESCE(m.sent_body_hash = md5($3), m.body = $3) AS same_body
             FROM messages m
-            WHERE m.conversation_id = (SELECT id FROM conv) AND m.sender = \(sender.rawValue) AND m.client_id = \(clientID)
+            WHERE m.conversation_id = (SELECT id FROM conv) AND m.sender = $2 AND m.client_id = $4
               AND EXISTS (SELECT 1 FROM member)
         ), ins AS (
             INSERT INTO messages AS m (conversation_id, seq, sender, body, client_id, version, sent_body_hash)
-            SELECT conv.id, conv.last_seq + 1, \(sender.rawValue), \(body), \(clientID), conv.version + 1,
-                   CASE WHEN \(clientID)::text IS NULL THEN NULL ELSE md5(\(body)) END
+            SELECT conv.id, conv.last_seq + 1, $2, $3, $4, conv.version + 1,
+                   CASE WHEN $4 IS NULL THEN NULL ELSE md5($3) END
             FROM conv
             WHERE EXISTS (SELECT 1 FROM member) AND NOT EXISTS (SELECT 1 FROM existing)
             ON CONFLICT (conversation_id, sender, client_id) WHERE client_id IS NOT NULL DO NOTHING
@@ -77,13 +80,44 @@ extension ScrollbackStore {
             FROM ins WHERE c.id = ins.conversation_id
             RETURNING c.id
         )
-        SELECT EXISTS (SELECT 1 FROM member) AS is_member, r.*
+        SELECT EXISTS (SELECT 1 FROM member), r.created, r.same_body, \(MessageRow.positional("r"))
         FROM (SELECT) AS one
         LEFT JOIN (
-            SELECT true AS created, true AS same_body, \(unescaped: MessageRow.columns("m")) FROM ins m
+            SELECT true AS created, true AS same_body, \(MessageRow.positional("m")) FROM ins m
             UNION ALL
-            SELECT false, m.same_body, \(unescaped: MessageRow.columns("m")) FROM existing m
+            SELECT false, m.same_body, \(MessageRow.positional("m")) FROM existing m
         ) r ON true
         """
+    static let parameters = ["conversation_id", "sender", "body", "client_id"]
+    static let bindingDataTypes: [PostgresDataType] = [.uuid, .text, .text, .text]
+
+    var conversation: UUID
+    var sender: UserID
+    var body: String
+    var clientID: String?
+
+    struct Row: Sendable {
+        var isMember: Bool
+        var created: Bool
+        var sameBody: Bool
+        var message: Message?
+    }
+
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 4)
+        bindings.append(conversation)
+        bindings.append(sender.rawValue)
+        bindings.append(body)
+        bindings.append(clientID)
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> Row {
+        let (isMember, created, sameBody, seq, sender, body, clientID, createdAt, version, editedAt, deleted) =
+            try row.decode((Bool, Bool?, Bool?, Int64?, String?, String?, String?, Date?, Int64?, Date?, Bool?).self)
+        return Row(
+            isMember: isMember, created: created ?? false, sameBody: sameBody ?? false,
+            message: try MessageRow.message(
+                (seq, sender, body, clientID, createdAt, version, editedAt, deleted), conversation: conversation))
     }
 }
