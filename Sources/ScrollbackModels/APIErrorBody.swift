@@ -17,3 +17,17 @@ public struct APIErrorBody: Codable, Sendable, Equatable {
         self.error = Detail(code: code, message: message)
     }
 }
+
+extension APIErrorBody: JSONWritable {
+    public func write(to writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.key("error")
+        writer.beginObject()
+        writer.key("code")
+        writer.string(error.code.rawValue)
+        writer.key("message")
+        writer.string(error.message)
+        writer.endObject()
+        writer.endObject()
+    }
+}

@@ -134,3 +134,54 @@ public struct ReadMarker: Codable, Sendable, Equatable {
         try container.encode(unreadCount, forKey: .unreadCount)
     }
 }
+
+extension Conversation: JSONWritable {
+    public func write(to writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.key("created_at")
+        writer.timestamp(createdAt)
+        writer.key("created_by")
+        writer.string(createdBy)
+        writer.key("id")
+        writer.uuid(id)
+        writer.key("last_message")
+        if let lastMessage { lastMessage.write(to: &writer) } else { writer.null() }
+        writer.key("last_seq")
+        writer.number(lastSeq)
+        writer.key("members")
+        writer.array(members)
+        writer.key("read_seq")
+        writer.number(readSeq)
+        writer.key("title")
+        writer.string(title)
+        writer.key("unread_count")
+        writer.number(unreadCount)
+        writer.endObject()
+    }
+}
+
+extension ConversationList: JSONWritable {
+    public func write(to writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.key("activity_changed")
+        writer.bool(activityChanged)
+        writer.key("conversations")
+        writer.array(conversations)
+        writer.key("next_cursor")
+        writer.string(nextCursor)
+        writer.endObject()
+    }
+}
+
+extension ReadMarker: JSONWritable {
+    public func write(to writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.key("conversation_id")
+        writer.uuid(conversationId)
+        writer.key("read_seq")
+        writer.number(readSeq)
+        writer.key("unread_count")
+        writer.number(unreadCount)
+        writer.endObject()
+    }
+}

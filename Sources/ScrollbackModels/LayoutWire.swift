@@ -156,3 +156,49 @@ public struct PageLayoutHints: Codable, Sendable, Equatable {
         self.metrics = metrics
     }
 }
+
+// Page hints ride on history pages, so they write their own JSON too (see
+// `JSONWritable`). Their numbers are finite: the server computes them from
+// bounded inputs.
+
+extension PageLayoutHints: JSONWritable {
+    public func write(to writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.key("bottom_padding")
+        writer.number(bottomPadding)
+        writer.key("content_height")
+        writer.number(contentHeight)
+        writer.key("estimated")
+        writer.bool(estimated)
+        writer.key("item_heights")
+        writer.array(itemHeights)
+        writer.key("metrics")
+        metrics.write(to: &writer)
+        writer.key("viewport_height")
+        writer.number(viewportHeight)
+        writer.key("viewport_width")
+        writer.number(viewportWidth)
+        writer.endObject()
+    }
+}
+
+extension PageLayoutHints.Metrics: JSONWritable {
+    public func write(to writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.key("average_character_width")
+        writer.number(averageCharacterWidth)
+        writer.key("font_size")
+        writer.number(fontSize)
+        writer.key("horizontal_padding")
+        writer.number(horizontalPadding)
+        writer.key("line_height")
+        writer.number(lineHeight)
+        writer.key("max_width_fraction")
+        writer.number(maxWidthFraction)
+        writer.key("spacing")
+        writer.number(spacing)
+        writer.key("vertical_padding")
+        writer.number(verticalPadding)
+        writer.endObject()
+    }
+}

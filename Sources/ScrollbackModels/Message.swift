@@ -123,3 +123,74 @@ public struct ChangeSet: Codable, Sendable, Equatable {
         self.version = version
     }
 }
+
+// The JSON the server writes for the hot paths: keys sorted as the encoder
+// sorts them (see `JSONWritable`).
+
+extension Message: JSONWritable {
+    public func write(to writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.key("body")
+        writer.string(body)
+        writer.key("client_id")
+        writer.string(clientId)
+        writer.key("conversation_id")
+        writer.uuid(conversationId)
+        writer.key("created_at")
+        writer.timestamp(createdAt)
+        writer.key("deleted")
+        writer.bool(deleted)
+        writer.key("edited_at")
+        writer.timestamp(editedAt)
+        writer.key("sender")
+        writer.string(sender)
+        writer.key("seq")
+        writer.number(seq)
+        writer.key("version")
+        writer.number(version)
+        writer.endObject()
+    }
+}
+
+extension MessageEnvelope: JSONWritable {
+    public func write(to writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.key("message")
+        message.write(to: &writer)
+        writer.endObject()
+    }
+}
+
+extension MessagePage: JSONWritable {
+    public func write(to writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.key("has_newer")
+        writer.bool(hasNewer)
+        writer.key("has_older")
+        writer.bool(hasOlder)
+        writer.key("last_seq")
+        writer.number(lastSeq)
+        if let layout {
+            writer.key("layout")
+            layout.write(to: &writer)
+        }
+        writer.key("messages")
+        writer.array(messages)
+        writer.key("version")
+        writer.number(version)
+        writer.endObject()
+    }
+}
+
+extension ChangeSet: JSONWritable {
+    public func write(to writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.key("has_more")
+        writer.bool(hasMore)
+        writer.key("messages")
+        writer.array(messages)
+        writer.key("version")
+        writer.number(version)
+        writer.endObject()
+    }
+}

@@ -35,12 +35,14 @@ public enum ScrollbackJSON {
         Date(timeIntervalSince1970: -62_135_596_800)..<Date(timeIntervalSince1970: 253_402_300_800)
 
     /// `2026-11-22T05:36:39.123Z`
+    ///
+    /// Milliseconds are truncated, so formatting never rounds up into the
+    /// next second. Written by arithmetic (`JSONWriter`), not by a date
+    /// formatter: the tests hold it to `Date.ISO8601FormatStyle`.
     public static func formatTimestamp(_ date: Date) -> String {
-        // Truncate to whole milliseconds so formatting never rounds up into the next second.
-        let millis = (date.timeIntervalSince1970 * 1000).rounded(.down)
-        let truncated = Date(timeIntervalSince1970: millis / 1000)
-        return truncated.formatted(
-            Date.ISO8601FormatStyle(includingFractionalSeconds: true, timeZone: .gmt))
+        var writer = JSONWriter(capacity: 24)
+        writer.timestampText(date)
+        return String(decoding: writer.bytes, as: UTF8.self)
     }
 
     /// Accepts RFC 3339 with or without fractional seconds, any offset.

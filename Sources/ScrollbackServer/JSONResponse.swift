@@ -17,6 +17,23 @@ enum JSONResponse {
         var description: String { "could not encode \(type) as JSON: \(underlying)" }
     }
 
+    /// The hot responses: written directly (`JSONWritable`), the same bytes
+    /// as the encoder's without its per-key work.
+    static func make(_ value: some JSONWritable, status: HTTPResponse.Status = .ok) throws(EncodingFailure) -> Response {
+        var writer = JSONWriter()
+        value.write(to: &writer)
+        guard writer.isFaithful else {
+            throw EncodingFailure(type: "\(type(of: value))", underlying: NonFiniteNumber())
+        }
+        return Response(
+            status: status,
+            headers: [.contentType: "application/json; charset=utf-8"],
+            body: ResponseBody(byteBuffer: ByteBuffer(bytes: writer.bytes)))
+    }
+
+    struct NonFiniteNumber: Error {}
+
+    @_disfavoredOverload
     static func make(_ value: some Encodable, status: HTTPResponse.Status = .ok) throws(EncodingFailure) -> Response {
         let data: Data
         do {

@@ -16,6 +16,21 @@ import Testing
             encoded == fixture,
             "encoded:\n\(String(decoding: encoded, as: UTF8.self))\nfixture:\n\(String(decoding: fixture, as: UTF8.self))")
         #expect(try golden.decodesToTheValue(fixture))
+        if let written = golden.written {
+            #expect(
+                written == fixture,
+                "written:\n\(String(decoding: written, as: UTF8.self))\nfixture:\n\(String(decoding: fixture, as: UTF8.self))")
+        }
+    }
+
+    /// The types the server writes directly are all among the fixtures.
+    @Test func everyDirectlyWrittenTypeHasAFixture() {
+        let written = Set(Golden.all.filter { $0.written != nil }.map(\.typeName))
+        #expect(
+            written == [
+                "Message", "MessageEnvelope", "MessagePage", "ChangeSet", "Conversation", "ConversationList",
+                "ReadMarker", "APIErrorBody", "PageLayoutHints",
+            ])
     }
 
     @Test func everyFixtureFileHasAGoldenValue() throws {
@@ -33,11 +48,16 @@ struct Golden: Sendable, CustomTestStringConvertible {
     let name: String
     let encode: @Sendable () throws -> Data
     let decodesToTheValue: @Sendable (Data) throws -> Bool
+    /// The value's JSON from its own writer, for the types that have one.
+    let written: Data?
+    let typeName: String
 
     init<Value: Codable & Equatable & Sendable>(_ name: String, _ value: Value) {
         self.name = name
         self.encode = { try ScrollbackJSON.encoder().encode(value) }
         self.decodesToTheValue = { try ScrollbackJSON.decoder().decode(Value.self, from: $0) == value }
+        self.written = (value as? any JSONWritable).map { Data($0.jsonBytes) }
+        self.typeName = "\(Value.self)"
     }
 
     var testDescription: String { name }
