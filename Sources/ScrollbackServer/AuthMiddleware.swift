@@ -15,7 +15,7 @@ struct AuthMiddleware: RouterMiddleware {
         try await store.ensureUser(user)
         var context = context
         context.userID = user
-        context.caller.user = user
+        context.caller.withLockedValue { $0 = user }
         context.logger[metadataKey: "user"] = "\(user)"
         return try await next(request, context)
     }

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import NIOConcurrencyHelpers
 import ScrollbackModels
 
 /// Per-request state: who is calling, once the bearer token checked out.
@@ -7,8 +8,9 @@ public struct ScrollbackRequestContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
     /// Set by `AuthMiddleware` on the authenticated routes.
     public var userID: UserID?
-    /// The same user, for the request log.
-    let caller = RequestCaller()
+    /// The same user for the request log, which runs outside the
+    /// authenticated group: shared by every copy of the context.
+    let caller = NIOLockedValueBox<UserID?>(nil)
 
     public init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)

@@ -1,4 +1,3 @@
-import Foundation
 import Hummingbird
 import Logging
 import ScrollbackModels
@@ -22,26 +21,10 @@ struct RequestLogMiddleware: RouterMiddleware {
             "status": "\(response.status.code)",
             "duration_ms": "\(String(format: "%.2f", milliseconds))",
         ]
-        if let user = context.caller.user {
+        if let user = context.caller.withLockedValue({ $0 }) {
             metadata["user"] = "\(user)"
         }
         context.logger.info("request", metadata: metadata)
         return response
-    }
-}
-
-/// Who made the request, once `AuthMiddleware` knows: shared by every copy of
-/// the request's context, so the log line (written outside the
-/// authenticated group) can name the user.
-///
-/// `@unchecked Sendable`: its one mutable field is read and written only
-/// while `lock` is held.
-final class RequestCaller: @unchecked Sendable {
-    private let lock = NSLock()
-    private var recorded: UserID?
-
-    var user: UserID? {
-        get { lock.withLock { recorded } }
-        set { lock.withLock { recorded = newValue } }
     }
 }

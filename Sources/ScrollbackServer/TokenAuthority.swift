@@ -1,5 +1,6 @@
 import Foundation
 import JWTKit
+import NIOConcurrencyHelpers
 import ScrollbackModels
 
 /// The claims Scrollback reads from a bearer token.
@@ -24,6 +25,21 @@ struct AccessClaims: JWTPayload {
 /// Signs and verifies HS256 bearer tokens with the shared secret.
 public struct TokenAuthority: Sendable {
     private let keys: JWTKeyCollection
+    /// Tokens already verified, with what they said: a client sends the same
+    /// token with every request until it expires, so its signature is checked
+    /// once, not on every request. Bounded: when full it forgets everything.
+    private let verified = NIOLockedValueBox([String: VerifiedToken]())
+    private static let verifiedCapacity = 10_000
+
+    /// A token's `nbf` had passed when it was verified, so only `exp` is
+    /// left to check.
+    private struct VerifiedToken {
+        var user: UserID
+        var expires: Date
+    }
+
+    private static let expiredOrNotYetValid = APIError.unauthorized(
+        "The bearer token has expired or is not valid yet (exp, nbf).")
 
     /// HS256 wants a key at least as long as its 32-byte output.
     public static let minimumSecretBytes = 32
@@ -47,13 +63,18 @@ public struct TokenAuthority: Sendable {
     }
 
     /// The user id of a valid token, or an `APIError` 401 that says why not.
-    func user(fromAuthorization header: String?) async throws -> UserID {
+    func user(fromAuthorization header: String?, now: Date = Date()) async throws -> UserID {
         guard let header, !header.isEmpty else {
             throw APIError.unauthorized("Send `Authorization: Bearer <token>`.")
         }
         let parts = header.split(separator: " ", maxSplits: 1)
         guard parts.count == 2, parts[0].lowercased() == "bearer", !parts[1].isEmpty else {
             throw APIError.unauthorized("The Authorization header must be `Bearer <token>`.")
+        }
+        let text = String(parts[1])
+        if let known = verified.withLockedValue({ $0[text] }) {
+            guard now < known.expires else { throw Self.expiredOrNotYetValid }
+            return known.user
         }
         let token = Array(parts[1].utf8)
         // Only HS256: a token naming another algorithm (or `none`) is refused
@@ -68,12 +89,16 @@ public struct TokenAuthority: Sendable {
         do {
             claims = try await keys.verify(token, as: AccessClaims.self)
         } catch let error as JWTError where error.errorType == .claimVerificationFailure {
-            throw APIError.unauthorized("The bearer token has expired or is not valid yet (exp, nbf).")
+            throw Self.expiredOrNotYetValid
         } catch {
             throw APIError.unauthorized("The bearer token's signature is not valid.")
         }
         guard let user = UserID(validating: claims.sub.value) else {
             throw APIError.unauthorized("The token's `sub` must be a user id of \(UserID.rule).")
+        }
+        verified.withLockedValue { verified in
+            if verified.count >= Self.verifiedCapacity { verified.removeAll(keepingCapacity: true) }
+            verified[text] = VerifiedToken(user: user, expires: claims.exp.value)
         }
         return user
     }

@@ -1,4 +1,4 @@
-import Foundation
+import NIOConcurrencyHelpers
 
 /// Bounds how long a caller waits for the database, even when the database
 /// stops answering altogether.
@@ -59,29 +59,29 @@ enum Deadline {
     }
 
     /// Resumes a continuation once; later results are dropped.
-    ///
-    /// `@unchecked Sendable`: its mutable fields are read and written only
-    /// while `lock` is held.
-    final class Gate<T: Sendable>: @unchecked Sendable {
-        private let lock = NSLock()
-        private var continuation: CheckedContinuation<T, any Error>?
-        private var sent = false
+    struct Gate<T: Sendable>: Sendable {
+        private struct State {
+            var continuation: CheckedContinuation<T, any Error>?
+            var sent = false
+        }
+
+        private let state = NIOLockedValueBox(State())
 
         func open(_ continuation: CheckedContinuation<T, any Error>) {
-            lock.withLock { self.continuation = continuation }
+            state.withLockedValue { $0.continuation = continuation }
         }
 
         /// The work has its connection and is about to send its statement.
         func sending() {
-            lock.withLock { sent = true }
+            state.withLockedValue { $0.sent = true }
         }
 
-        var hasSent: Bool { lock.withLock { sent } }
+        var hasSent: Bool { state.withLockedValue { $0.sent } }
 
         func resume(_ result: Result<T, any Error>) {
-            let waiting = lock.withLock {
-                defer { continuation = nil }
-                return continuation
+            let waiting = state.withLockedValue { state in
+                defer { state.continuation = nil }
+                return state.continuation
             }
             waiting?.resume(with: result)
         }
@@ -90,15 +90,12 @@ enum Deadline {
 
 /// Whether the database answered lately: set when a connection is handed
 /// out, cleared when a request gave up waiting for one.
-///
-/// `@unchecked Sendable`: its one mutable field is only touched under `lock`.
-final class Reachability: @unchecked Sendable {
-    private let lock = NSLock()
-    private var reachable = true
+struct Reachability: Sendable {
+    private let reachable = NIOLockedValueBox(true)
 
-    var isReachable: Bool { lock.withLock { reachable } }
+    var isReachable: Bool { reachable.withLockedValue { $0 } }
 
     func update(_ value: Bool) {
-        lock.withLock { reachable = value }
+        reachable.withLockedValue { $0 = value }
     }
 }

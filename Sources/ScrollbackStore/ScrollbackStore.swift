@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NIOConcurrencyHelpers
 import PostgresNIO
 import ScrollbackModels
 import ServiceLifecycle
@@ -16,14 +17,13 @@ public struct ScrollbackStore: Service {
     let client: PostgresClient
     let logger: Logger
     let options: StoreOptions
-    let knownUsers: KnownUsers
+    let knownUsers = KnownUsers()
     let reachability = Reachability()
 
     public init(url: DatabaseURL, options: StoreOptions = StoreOptions(), logger: Logger) {
         self.client = PostgresClient(configuration: url.clientConfiguration(options), backgroundLogger: logger)
         self.logger = logger
         self.options = options
-        self.knownUsers = KnownUsers()
     }
 
     /// Runs the connection pool until the task is cancelled or the service
@@ -47,22 +47,25 @@ public struct ScrollbackStore: Service {
     /// Records a user the first time they are seen. Users belong to the
     /// integrating app; this only remembers that they exist.
     public func ensureUser(_ userID: UserID) async throws {
-        if await knownUsers.contains(userID) { return }
+        if knownUsers.contains(userID) { return }
         _ = try await rows("INSERT INTO users (id) VALUES (\(userID.rawValue)) ON CONFLICT (id) DO NOTHING", writes: true)
-        await knownUsers.insert(userID)
+        knownUsers.insert(userID)
     }
 }
 
-/// Users already recorded by this process, so most requests skip the upsert.
-/// Bounded: when full it forgets everything and relearns (an upsert is cheap).
-actor KnownUsers {
-    private var ids = Set<UserID>()
+/// Users already recorded by this process, so most requests skip the upsert
+/// (a lock, not an actor: no hop on every request). Bounded: when full it
+/// forgets everything and relearns (an upsert is cheap).
+struct KnownUsers: Sendable {
+    private let ids = NIOLockedValueBox(Set<UserID>())
     private let capacity = 100_000
 
-    func contains(_ id: UserID) -> Bool { ids.contains(id) }
+    func contains(_ id: UserID) -> Bool { ids.withLockedValue { $0.contains(id) } }
 
     func insert(_ id: UserID) {
-        if ids.count >= capacity { ids.removeAll(keepingCapacity: true) }
-        ids.insert(id)
+        ids.withLockedValue { ids in
+            if ids.count >= capacity { ids.removeAll(keepingCapacity: true) }
+            ids.insert(id)
+        }
     }
 }

@@ -2,7 +2,7 @@ import Foundation
 import HTTPTypes
 import JWTKit
 import ScrollbackModels
-import ScrollbackServer
+@testable import ScrollbackServer
 import Testing
 
 @Suite struct AuthTests {
@@ -80,6 +80,19 @@ import Testing
             #expect(reply.status == .ok)
             let users = try await server.store.values(String.self, "SELECT id FROM users")
             #expect(users == ["new.user@example-1"])
+        }
+    }
+
+    /// A verified token is remembered, so its signature is not checked on
+    /// every request; but a remembered token is still refused once its `exp`
+    /// has passed, with the same 401.
+    @Test func aRememberedTokenStillExpires() async throws {
+        let authority = try await TokenAuthority(secret: TestServer.secret)
+        let token = "Bearer " + (try await Self.sign(Claims(sub: "alice", exp: Self.later())))
+        #expect(try await authority.user(fromAuthorization: token) == "alice")
+        #expect(try await authority.user(fromAuthorization: token, now: Date().addingTimeInterval(60)) == "alice")
+        await #expect(throws: APIError.unauthorized("The bearer token has expired or is not valid yet (exp, nbf).")) {
+            try await authority.user(fromAuthorization: token, now: Date().addingTimeInterval(2 * Self.hour))
         }
     }
 
