@@ -33,9 +33,6 @@ struct HTTPLoadCommand: AsyncParsableCommand {
     @Option(help: "At most this many requests.")
     var maxRequests = 10_000_000
 
-    @Option(help: "Seed of the request sequence.")
-    var seed: UInt64 = 1
-
     @Option(name: .customLong("watch-pid"), help: "A process whose peak resident memory (VmRSS) to report, e.g. the server.")
     var watchPID: Int32?
 
@@ -59,7 +56,7 @@ struct HTTPLoadCommand: AsyncParsableCommand {
         let client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
         let plan = LoadPlan(
             pacing: rate.map { .open(requestsPerSecond: $0) } ?? .closed(connections: connections),
-            duration: .seconds(duration), maxRequests: maxRequests, seed: seed)
+            duration: .seconds(duration), maxRequests: maxRequests)
 
         let memory = watchPID.map { pid in Task { await peakResidentMemoryKiB(of: pid) } }
         let result = await LoadGenerator(client: client, workload: workload, plan: plan).run()

@@ -20,7 +20,6 @@ struct LoadPlan: Sendable {
     var duration: Duration
     var maxRequests: Int
     var requestTimeout: TimeAmount = .seconds(10)
-    var seed: UInt64 = 1
 }
 
 /// What one request came to.
@@ -82,9 +81,9 @@ struct LoadGenerator {
         let deadline = start + plan.duration
         let perConnection = max(plan.maxRequests / connections, 1)
         await withDiscardingTaskGroup { group in
-            for connection in 0..<connections {
+            for _ in 0..<connections {
                 group.addTask {
-                    var random = SeededRandom(seed: plan.seed &+ UInt64(connection) &* 7_919)
+                    var random = SystemRandomNumberGenerator()
                     var sent = 0
                     while sent < perConnection && clock.now < deadline {
                         let request = workload.request(using: &random)
@@ -102,7 +101,7 @@ struct LoadGenerator {
         let clock = ContinuousClock()
         let interval = Duration.seconds(1 / rate)
         let total = min(plan.maxRequests, Int(rate * plan.duration.seconds))
-        var random = SeededRandom(seed: plan.seed)
+        var random = SystemRandomNumberGenerator()
         await withDiscardingTaskGroup { group in
             for index in 0..<total {
                 let scheduled = start + interval * index
