@@ -65,39 +65,16 @@ struct Figure: Encodable {
     var value: Double
     var baselineName: String?
     var baseline: Double?
-    var target: Target?
+    var ratio: Double?
+    var target: String?
+    var meetsTarget: Bool?
     /// Non-2xx answers or failed transactions in the runs behind this line:
     /// anything but 0 makes the line invalid.
     var errors: Int
 
-    var ratio: Double? { baseline.flatMap { $0 > 0 ? value / $0 : nil } }
-
-    var meetsTarget: Bool? {
-        switch target {
-        case .ratioAtLeast(let x): ratio.map { $0 >= x }
-        case .ratioAtMost(let x): ratio.map { $0 <= x }
-        case .valueBelow(let x): value < x
-        case nil: nil
-        }
-    }
-
     enum CodingKeys: String, CodingKey {
         case number, name, unit, value, baselineName = "baseline_name", baseline, ratio, target, meetsTarget = "meets_target"
         case errors
-    }
-
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(number, forKey: .number)
-        try container.encode(name, forKey: .name)
-        try container.encode(unit, forKey: .unit)
-        try container.encode(value, forKey: .value)
-        try container.encodeIfPresent(baselineName, forKey: .baselineName)
-        try container.encodeIfPresent(baseline, forKey: .baseline)
-        try container.encodeIfPresent(ratio, forKey: .ratio)
-        try container.encodeIfPresent(target?.text, forKey: .target)
-        try container.encodeIfPresent(meetsTarget, forKey: .meetsTarget)
-        try container.encode(errors, forKey: .errors)
     }
 
     init(
@@ -110,7 +87,16 @@ struct Figure: Encodable {
         self.value = value
         self.baselineName = baselineName
         self.baseline = baseline
-        self.target = target
+        let ratio = baseline.flatMap { $0 > 0 ? value / $0 : nil }
+        self.ratio = ratio
+        self.target = target?.text
+        self.meetsTarget =
+            switch target {
+            case .ratioAtLeast(let x): ratio.map { $0 >= x }
+            case .ratioAtMost(let x): ratio.map { $0 <= x }
+            case .valueBelow(let x): value < x
+            case nil: nil
+            }
         self.errors = runs.compactMap { $0?.errorCount }.reduce(0, +)
     }
 
@@ -207,7 +193,7 @@ struct Figure: Encodable {
             rows.append([
                 String(figure.number), figure.name, "\(format(figure.value)) \(figure.unit)",
                 figure.baseline.map { "\(format($0)) \(figure.unit)" } ?? "-", figure.baselineName ?? "",
-                figure.ratio.map { format($0) + "x" } ?? "-", figure.target?.text ?? "", verdict,
+                figure.ratio.map { format($0) + "x" } ?? "-", figure.target ?? "", verdict,
             ])
         }
         let widths = header.indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
