@@ -19,6 +19,8 @@ let package = Package(
         .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
     ],
     targets: [
         // Pure Swift, no Foundation: an iOS app can depend on it alone.
@@ -65,7 +67,18 @@ let package = Package(
             ]
         ),
         // Benchmarks print figures; they are not tests.
-        .executableTarget(name: "scrollback-bench", dependencies: ["ScrollbackLayout"]),
+        .executableTarget(
+            name: "scrollback-bench",
+            dependencies: [
+                "ScrollbackLayout",
+                // Only for the hot statements' SQL, which pgbench runs as the baseline.
+                "ScrollbackStore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]
+        ),
         // Turns sql/*.sql and openapi.yaml into Swift string constants, so the
         // binary carries its schema and API description without the source tree.
         .executableTarget(name: "EmbedResourcesTool"),

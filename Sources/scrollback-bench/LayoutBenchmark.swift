@@ -1,34 +1,16 @@
-// Benchmarks print figures; they are not tests (no timed assertions).
-//
-//   scrollback-bench            runs every benchmark
-//   scrollback-bench layout     runs only the layout benchmark
-//   scrollback-bench --list     lists the benchmarks
-//
-// Each benchmark reports its figures next to a baseline measured in the same
-// run, so the ratio means something on any machine. To add one, write a
-// function and register it in `benchmarks` below.
+// The layout benchmark: laying out 100,000 items, against the least work any
+// layout must do (reading every height once), measured in the same run.
 
+import ArgumentParser
 import ScrollbackLayout
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
+struct LayoutBenchmark: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "layout",
+        abstract: "Lay out 100,000 items; baseline: one loop summing their heights.")
 
-struct Benchmark {
-    let name: String
-    let summary: String
-    let run: () throws -> Void
+    func run() throws { try layoutBenchmark() }
 }
-
-let benchmarks: [Benchmark] = [
-    Benchmark(
-        name: "layout",
-        summary: "lay out 100,000 items; baseline: one loop summing their heights",
-        run: layoutBenchmark
-    )
-]
 
 // MARK: - layout
 
@@ -129,54 +111,4 @@ func format(_ value: Double) -> String {
     var fraction = String(scaled % Int64(factor))
     while fraction.count < decimals { fraction = "0" + fraction }
     return "\(whole).\(fraction)"
-}
-
-// MARK: - main
-
-@MainActor
-func usage() -> String {
-    var text = "usage: scrollback-bench [BENCHMARK...]\n\nbenchmarks (none given: run all):\n"
-    for benchmark in benchmarks {
-        text += "  \(benchmark.name.padding(to: 10))\(benchmark.summary)\n"
-    }
-    return text
-}
-
-extension String {
-    fileprivate func padding(to width: Int) -> String {
-        count >= width ? self + " " : self + String(repeating: " ", count: width - count)
-    }
-}
-
-let arguments = Array(CommandLine.arguments.dropFirst())
-if arguments.contains(where: { $0 == "--help" || $0 == "-h" || $0 == "--list" }) {
-    print(usage(), terminator: "")
-    exit(0)
-}
-var selected: [Benchmark] = []
-for name in arguments {
-    guard let benchmark = benchmarks.first(where: { $0.name == name }) else {
-        var standardError = StandardError()
-        print("scrollback-bench: unknown benchmark '\(name)'\n\n" + usage(), terminator: "", to: &standardError)
-        exit(2)
-    }
-    selected.append(benchmark)
-}
-for benchmark in selected.isEmpty ? benchmarks : selected {
-    do {
-        try benchmark.run()
-    } catch {
-        var standardError = StandardError()
-        print("scrollback-bench: \(benchmark.name) failed: \(error)", to: &standardError)
-        exit(1)
-    }
-}
-
-struct StandardError: TextOutputStream {
-    mutating func write(_ string: String) { writeToStandardError(string) }
-}
-
-func writeToStandardError(_ string: String) {
-    var string = string
-    string.withUTF8 { bytes in _ = write(2, bytes.baseAddress, bytes.count) }
 }

@@ -1,0 +1,205 @@
+import ArgumentParser
+import Foundation
+
+/// `scrollback-bench report`: reads the measurements `scripts/bench` wrote
+/// (one `NAME.json` per run) and prints every figure beside its baseline and
+/// the ratio, as a table and as JSON.
+struct ReportCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "report",
+        abstract: "Print the figures, their baselines and ratios; write them as JSON.")
+
+    @Option(help: "Directory of the measurements (NAME.json).")
+    var measurements: String
+
+    @Option(name: .customLong("idle-rss-kib"), help: "The server's resident memory (VmRSS) when idle, in KiB.")
+    var idleRSSKiB: Int?
+
+    @Option(help: "A JSON object describing the run (machine, settings, commit), copied into the output.")
+    var context: String?
+
+    @Option(help: "Where to write the JSON.")
+    var output: String
+
+    func run() throws {
+        let directory = URL(fileURLWithPath: measurements)
+        var runs: [String: Measurement] = [:]
+        for file in try FileManager.default.contentsOfDirectory(atPath: measurements) where file.hasSuffix(".json") {
+            runs[String(file.dropLast(5))] = try Measurement.read(from: directory.appendingPathComponent(file))
+        }
+        let figures = Figure.all(from: runs, idleRSSKiB: idleRSSKiB)
+        print(Figure.table(figures))
+
+        var document: [String: Any] = [
+            "figures": try figures.map { try JSONSerialization.jsonObject(with: JSONEncoder().encode($0)) },
+            "measurements": try runs.mapValues { try JSONSerialization.jsonObject(with: JSONEncoder().encode($0)) },
+        ]
+        if let context {
+            document["context"] = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: context)))
+        }
+        let data = try JSONSerialization.data(withJSONObject: document, options: [.prettyPrinted, .sortedKeys])
+        try data.write(to: URL(fileURLWithPath: output))
+        print("\nwritten to \(output)")
+    }
+}
+
+/// One line of the report: a figure, its baseline, the ratio, the target.
+struct Figure: Encodable {
+    enum Target {
+        case ratioAtLeast(Double)
+        case ratioAtMost(Double)
+        case valueBelow(Double)
+
+        var text: String {
+            switch self {
+            case .ratioAtLeast(let x): "ratio >= \(format(x))"
+            case .ratioAtMost(let x): "ratio <= \(format(x))"
+            case .valueBelow(let x): "< \(format(x))"
+            }
+        }
+    }
+
+    var number: Int
+    var name: String
+    var unit: String
+    var value: Double
+    var baselineName: String?
+    var baseline: Double?
+    var ratio: Double?
+    var target: String?
+    var meetsTarget: Bool?
+    /// Non-2xx answers or failed transactions in the runs behind this line:
+    /// anything but 0 makes the line invalid.
+    var errors: Int
+
+    enum CodingKeys: String, CodingKey {
+        case number, name, unit, value, baselineName = "baseline_name", baseline, ratio, target, meetsTarget = "meets_target"
+        case errors
+    }
+
+    init(
+        _ number: Int, _ name: String, unit: String, value: Double, baselineName: String? = nil,
+        baseline: Double? = nil, target: Target? = nil, runs: [Measurement?]
+    ) {
+        self.number = number
+        self.name = name
+        self.unit = unit
+        self.value = value
+        self.baselineName = baselineName
+        self.baseline = baseline
+        let ratio = baseline.flatMap { $0 > 0 ? value / $0 : nil }
+        self.ratio = ratio
+        self.target = target?.text
+        self.meetsTarget =
+            switch target {
+            case .ratioAtLeast(let x): ratio.map { $0 >= x }
+            case .ratioAtMost(let x): ratio.map { $0 <= x }
+            case .valueBelow(let x): value < x
+            case nil: nil
+            }
+        self.errors = runs.compactMap { $0?.errorCount }.reduce(0, +)
+    }
+
+    /// The figures of the issue, from whichever runs are present.
+    static func all(from runs: [String: Measurement], idleRSSKiB: Int?) -> [Figure] {
+        var figures: [Figure] = []
+        let page = runs["page-closed"]
+        if let page {
+            let label = "newest page, closed loop, \(page.connections) connections"
+            if let pgbench = runs["pgbench-page"] {
+                figures.append(
+                    Figure(
+                        1, label, unit: "req/s", value: page.throughput,
+                        baselineName: "pgbench -M prepared, page statement", baseline: pgbench.throughput,
+                        target: .ratioAtLeast(0.6), runs: [page, pgbench]))
+            }
+            if let keyset = runs["pgbench-keyset"] {
+                figures.append(
+                    Figure(
+                        1, label, unit: "req/s", value: page.throughput,
+                        baselineName: "pgbench -M prepared, plain keyset SELECT", baseline: keyset.throughput,
+                        runs: [page, keyset]))
+            }
+        }
+        if let open = runs["page-open"] {
+            let pgbench = runs["pgbench-page-open"]
+            let rate = format(open.rate ?? 0)
+            let percentiles: [(String, KeyPath<LatencySummary, Double>, Target?)] = [
+                ("p50", \.p50, nil), ("p90", \.p90, nil), ("p99", \.p99, .valueBelow(5.000_001)),
+                ("p99.9", \.p999, nil),
+            ]
+            for (label, path, target) in percentiles {
+                figures.append(
+                    Figure(
+                        2, "newest page \(label), open loop at \(rate) req/s", unit: "ms",
+                        value: open.latency[keyPath: path],
+                        baselineName: pgbench.map { _ in "pgbench page statement \(label), --rate \(rate)" },
+                        baseline: pgbench?.latency[keyPath: path], target: target, runs: [open, pgbench]))
+            }
+            if let deep = runs["deep-open"] {
+                for (label, path) in [("p50", \LatencySummary.p50), ("p99", \LatencySummary.p99)] {
+                    figures.append(
+                        Figure(
+                            3, "deep page (random depth) \(label), open loop at \(format(deep.rate ?? 0)) req/s",
+                            unit: "ms", value: deep.latency[keyPath: path],
+                            baselineName: "newest page \(label), same rate", baseline: open.latency[keyPath: path],
+                            target: .ratioAtMost(1.2), runs: [deep, open]))
+                }
+            }
+        }
+        if let offset = runs["pgbench-offset"], let keyset = runs["pgbench-deep"] {
+            figures.append(
+                Figure(
+                    3, "control: OFFSET at random depth, mean, 1 connection (pgbench)", unit: "ms",
+                    value: offset.latency.mean, baselineName: "page statement at the same depths (pgbench)",
+                    baseline: keyset.latency.mean, target: .ratioAtLeast(100), runs: [offset, keyset]))
+        }
+        for (name, label) in [("send-random", "random conversations"), ("send-hot", "one hot conversation")] {
+            guard let send = runs[name] else { continue }
+            let pgbench = runs["pgbench-\(name)"]
+            figures.append(
+                Figure(
+                    4, "send, \(label), closed loop, \(send.connections) connections", unit: "req/s",
+                    value: send.throughput, baselineName: pgbench.map { _ in "pgbench -M prepared, send statement" },
+                    baseline: pgbench?.throughput, target: .ratioAtLeast(0.7), runs: [send, pgbench]))
+        }
+        if let idleRSSKiB {
+            figures.append(
+                Figure(
+                    5, "server resident memory, idle (after start)", unit: "MB", value: Double(idleRSSKiB) / 1_024,
+                    target: .valueBelow(60), runs: []))
+        }
+        let underLoad = runs.values.filter { $0.tool == "scrollback" }
+        if let peak = underLoad.compactMap(\.peakRSSKiB).max() {
+            figures.append(
+                Figure(5, "server resident memory, peak under load", unit: "MB", value: Double(peak) / 1_024, runs: []))
+        }
+        return figures
+    }
+
+    /// A plain-text table, one line per figure.
+    static func table(_ figures: [Figure]) -> String {
+        let header = ["#", "figure", "value", "baseline", "", "ratio", "target", ""]
+        var rows = [header]
+        for figure in figures {
+            let verdict: String =
+                if figure.errors > 0 { "INVALID: \(figure.errors) errors" } else {
+                    switch figure.meetsTarget {
+                    case true?: "met"
+                    case false?: "missed"
+                    case nil: ""
+                    }
+                }
+            rows.append([
+                String(figure.number), figure.name, "\(format(figure.value)) \(figure.unit)",
+                figure.baseline.map { "\(format($0)) \(figure.unit)" } ?? "-", figure.baselineName ?? "",
+                figure.ratio.map { format($0) + "x" } ?? "-", figure.target ?? "", verdict,
+            ])
+        }
+        let widths = header.indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
+        return rows.map { row in
+            zip(row, widths).map { cell, width in cell + String(repeating: " ", count: width - cell.count) }
+                .joined(separator: "  ").trimmingCharacters(in: .whitespaces)
+        }.joined(separator: "\n")
+    }
+}
