@@ -124,11 +124,9 @@ struct PageStatement: PostgresPreparedStatement {
     }
 
     func decodeRow(_ row: PostgresRow) throws -> Row {
-        let (lastSeq, version, seq, sender, body, clientID, createdAt, messageVersion, editedAt, deleted) =
-            try row.decode((Int64, Int64, Int64?, String?, String?, String?, Date?, Int64?, Date?, Bool?).self)
+        var reader = RowReader(row)
         return Row(
-            lastSeq: lastSeq, version: version,
-            message: try MessageRow.message(
-                (seq, sender, body, clientID, createdAt, messageVersion, editedAt, deleted), conversation: conversation))
+            lastSeq: try reader.required(Int64.self), version: try reader.required(Int64.self),
+            message: try reader.message(in: conversation))
     }
 }

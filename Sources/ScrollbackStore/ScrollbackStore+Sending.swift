@@ -113,11 +113,9 @@ struct SendStatement: PostgresPreparedStatement {
     }
 
     func decodeRow(_ row: PostgresRow) throws -> Row {
-        let (isMember, created, sameBody, seq, sender, body, clientID, createdAt, version, editedAt, deleted) =
-            try row.decode((Bool, Bool?, Bool?, Int64?, String?, String?, String?, Date?, Int64?, Date?, Bool?).self)
+        var reader = RowReader(row)
         return Row(
-            isMember: isMember, created: created ?? false, sameBody: sameBody ?? false,
-            message: try MessageRow.message(
-                (seq, sender, body, clientID, createdAt, version, editedAt, deleted), conversation: conversation))
+            isMember: try reader.required(Bool.self), created: try reader.next(Bool.self) ?? false,
+            sameBody: try reader.next(Bool.self) ?? false, message: try reader.message(in: conversation))
     }
 }
