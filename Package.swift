@@ -106,7 +106,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ScrollbackModelsTests",
-            dependencies: ["ScrollbackModels"],
+            dependencies: ["ScrollbackModels", .product(name: "PropertyBased", package: "swift-property-based")],
             resources: [.copy("Fixtures")]
         ),
         .testTarget(
@@ -115,7 +115,9 @@ let package = Package(
         ),
         .testTarget(
             name: "ScrollbackStoreTests",
-            dependencies: ["ScrollbackStore", "ScrollbackTestSupport"]
+            dependencies: [
+                "ScrollbackStore", "ScrollbackTestSupport", .product(name: "PropertyBased", package: "swift-property-based"),
+            ]
         ),
         .testTarget(
             name: "scrollbackTests",

@@ -2,6 +2,18 @@ import Foundation
 
 /// A conversation as the API returns it.
 public struct Conversation: Codable, Sendable, Hashable {
+    enum CodingKeys: String, CodingKey {
+        case id
+        case title
+        case createdBy = "created_by"
+        case createdAt = "created_at"
+        case lastSeq = "last_seq"
+        case members
+        case readSeq = "read_seq"
+        case unreadCount = "unread_count"
+        case lastMessage = "last_message"
+    }
+
     public var id: UUID
     public var title: String?
     public var createdBy: String
@@ -66,7 +78,9 @@ public struct ConversationList: Codable, Sendable, Equatable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case conversations, nextCursor, activityChanged
+        case conversations
+        case nextCursor = "next_cursor"
+        case activityChanged = "activity_changed"
     }
 
     /// `activity_changed` may be absent (servers before it existed): false.
@@ -99,6 +113,10 @@ public struct CreateConversationRequest: Codable, Sendable, Equatable {
 
 /// `POST /v1/conversations/{id}/members`
 public struct AddMemberRequest: Codable, Sendable, Equatable {
+    enum CodingKeys: String, CodingKey {
+        case userId = "user_id"
+    }
+
     public var userId: String
 
     public init(userId: String) {
@@ -117,6 +135,12 @@ public struct ReadMarkerRequest: Codable, Sendable, Equatable {
 
 /// The caller's read marker in a conversation after an update.
 public struct ReadMarker: Codable, Sendable, Equatable {
+    enum CodingKeys: String, CodingKey {
+        case conversationId = "conversation_id"
+        case readSeq = "read_seq"
+        case unreadCount = "unread_count"
+    }
+
     public var conversationId: UUID
     public var readSeq: Int64
     public var unreadCount: Int64

@@ -48,28 +48,23 @@ public struct JSONWriter: Sendable {
     }
 
     public mutating func array<Element: JSONWritable>(_ elements: [Element]) {
-        bytes.append(UInt8(ascii: "["))
-        for element in elements {
-            separate(after: UInt8(ascii: "["))
-            element.write(to: &self)
-        }
-        bytes.append(UInt8(ascii: "]"))
+        array(elements) { writer, element in element.write(to: &writer) }
     }
 
     public mutating func array(_ elements: [String]) {
-        bytes.append(UInt8(ascii: "["))
-        for element in elements {
-            separate(after: UInt8(ascii: "["))
-            string(element)
-        }
-        bytes.append(UInt8(ascii: "]"))
+        array(elements) { writer, element in writer.string(element) }
     }
 
     public mutating func array(_ elements: [Double]) {
+        array(elements) { writer, element in writer.number(element) }
+    }
+
+    @inline(__always)
+    private mutating func array<Element>(_ elements: [Element], _ write: (inout JSONWriter, Element) -> Void) {
         bytes.append(UInt8(ascii: "["))
         for element in elements {
             separate(after: UInt8(ascii: "["))
-            number(element)
+            write(&self, element)
         }
         bytes.append(UInt8(ascii: "]"))
     }

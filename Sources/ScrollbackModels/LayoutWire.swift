@@ -9,6 +9,16 @@
 /// to 0, and without `scroll_offset` the response has no visible range and
 /// `load_older` is false.
 public struct LayoutRequest: Codable, Sendable, Equatable {
+    enum CodingKeys: String, CodingKey {
+        case viewportHeight = "viewport_height"
+        case itemHeights = "item_heights"
+        case spacing
+        case topInset = "top_inset"
+        case bottomInset = "bottom_inset"
+        case scrollOffset = "scroll_offset"
+        case prefetchThreshold = "prefetch_threshold"
+    }
+
     /// Height of the visible area of the scroll view.
     public var viewportHeight: Double
     /// Item heights, newest first (index 0 = newest message).
@@ -40,9 +50,25 @@ public struct LayoutRequest: Codable, Sendable, Equatable {
 
 /// The answer of `POST /v1/layout` (and the output of `scrollback layout`).
 public struct LayoutResponse: Codable, Sendable, Equatable {
+    enum CodingKeys: String, CodingKey {
+        case contentHeight = "content_height"
+        case bottomPadding = "bottom_padding"
+        case isScrollable = "is_scrollable"
+        case items
+        case visible
+        case loadOlder = "load_older"
+    }
+
     /// Where one item sits; offsets are measured from the bottom and from the
     /// top of the scroll content (`max(content_height, viewport_height)` tall).
     public struct Item: Codable, Sendable, Equatable {
+    enum CodingKeys: String, CodingKey {
+        case index
+        case offsetFromBottom = "offset_from_bottom"
+        case offsetFromTop = "offset_from_top"
+        case height
+    }
+
         public var index: Int
         public var offsetFromBottom: Double
         public var offsetFromTop: Double
@@ -105,9 +131,29 @@ public struct LayoutResponse: Codable, Sendable, Equatable {
 /// the layout those estimates give. Clients replace them with measured
 /// heights as soon as the cells are on screen.
 public struct PageLayoutHints: Codable, Sendable, Equatable {
+    enum CodingKeys: String, CodingKey {
+        case estimated
+        case viewportHeight = "viewport_height"
+        case viewportWidth = "viewport_width"
+        case itemHeights = "item_heights"
+        case contentHeight = "content_height"
+        case bottomPadding = "bottom_padding"
+        case metrics
+    }
+
     /// The text model and spacing the estimates were computed with (defaults
     /// filled in), so a client can tell which assumptions it got.
     public struct Metrics: Codable, Sendable, Equatable {
+    enum CodingKeys: String, CodingKey {
+        case fontSize = "font_size"
+        case lineHeight = "line_height"
+        case averageCharacterWidth = "average_character_width"
+        case horizontalPadding = "horizontal_padding"
+        case verticalPadding = "vertical_padding"
+        case maxWidthFraction = "max_width_fraction"
+        case spacing
+    }
+
         public var fontSize: Double
         public var lineHeight: Double
         public var averageCharacterWidth: Double

@@ -3,6 +3,18 @@ import Foundation
 /// A stored message. `seq` is its position in the conversation: 1, 2, 3, ...
 /// with no gap and no duplicate.
 public struct Message: Codable, Sendable, Hashable {
+    enum CodingKeys: String, CodingKey {
+        case conversationId = "conversation_id"
+        case seq
+        case sender
+        case body
+        case clientId = "client_id"
+        case createdAt = "created_at"
+        case version
+        case editedAt = "edited_at"
+        case deleted
+    }
+
     public var conversationId: UUID
     public var seq: Int64
     public var sender: String
@@ -49,6 +61,11 @@ public struct Message: Codable, Sendable, Hashable {
 /// `POST /v1/conversations/{id}/messages`. The server assigns sender, seq and
 /// created_at; anything a client sends for them is ignored.
 public struct SendMessageRequest: Codable, Sendable, Equatable {
+    enum CodingKeys: String, CodingKey {
+        case body
+        case clientId = "client_id"
+    }
+
     public var body: String
     /// Idempotency key: resending with the same key returns the original message.
     public var clientId: String?
@@ -70,6 +87,15 @@ public struct MessageEnvelope: Codable, Sendable, Equatable {
 
 /// A page of history, newest first: the order an inverted chat list consumes.
 public struct MessagePage: Codable, Sendable, Equatable {
+    enum CodingKeys: String, CodingKey {
+        case messages
+        case hasOlder = "has_older"
+        case hasNewer = "has_newer"
+        case lastSeq = "last_seq"
+        case version
+        case layout
+    }
+
     /// Newest first.
     public var messages: [Message]
     /// Whether messages older than the oldest one on this page exist.
@@ -111,6 +137,12 @@ public struct EditMessageRequest: Codable, Sendable, Equatable {
 /// What changed in a conversation after a version, oldest change first, each
 /// message once in its latest state.
 public struct ChangeSet: Codable, Sendable, Equatable {
+    enum CodingKeys: String, CodingKey {
+        case messages
+        case hasMore = "has_more"
+        case version
+    }
+
     public var messages: [Message]
     /// More changes follow: ask again from `version`.
     public var hasMore: Bool

@@ -1,11 +1,11 @@
 import Foundation
 
 /// The JSON conventions of the wire format, shared by server and clients:
-/// snake_case keys, timestamps in RFC 3339 UTC with milliseconds.
+/// snake_case keys (spelled out in every wire type's `CodingKeys`, so no key
+/// is converted at run time), timestamps in RFC 3339 UTC with milliseconds.
 public enum ScrollbackJSON {
     public static func encoder() -> JSONEncoder {
         let encoder = JSONEncoder()
-        encoder.keyEncodingStrategy = .convertToSnakeCase
         encoder.dateEncodingStrategy = .custom { date, encoder in
             var container = encoder.singleValueContainer()
             try container.encode(formatTimestamp(date))
@@ -16,7 +16,6 @@ public enum ScrollbackJSON {
 
     public static func decoder() -> JSONDecoder {
         let decoder = JSONDecoder()
-        decoder.keyDecodingStrategy = .convertFromSnakeCase
         decoder.dateDecodingStrategy = .custom { decoder in
             let container = try decoder.singleValueContainer()
             let text = try container.decode(String.self)
