@@ -19,10 +19,11 @@ extension ScrollbackJSON {
         return path.isEmpty ? .invalidJSON : .invalidField
     }
 
-    /// A sentence naming the field (snake_case, as sent) and what it must be.
+    /// A sentence naming the field (as sent: every wire type spells its keys
+    /// in snake_case) and what it must be.
     public static func explain(_ error: DecodingError) -> String {
         func field(_ path: [any CodingKey]) -> String {
-            let names = path.map { key in key.intValue.map { "[\($0)]" } ?? key.stringValue.snakeCased }
+            let names = path.map { key in key.intValue.map { "[\($0)]" } ?? key.stringValue }
             return names.reduce("") { result, name in
                 name.hasPrefix("[") || result.isEmpty ? result + name : result + "." + name
             }
@@ -55,20 +56,5 @@ extension ScrollbackJSON {
         case is [Double].Type: "an array of numbers"
         default: "of another type"
         }
-    }
-}
-
-extension String {
-    /// `clientId` -> `client_id`, the spelling on the wire.
-    var snakeCased: String {
-        var result = ""
-        for character in self {
-            if character.isUppercase {
-                result += "_" + character.lowercased()
-            } else {
-                result.append(character)
-            }
-        }
-        return result
     }
 }

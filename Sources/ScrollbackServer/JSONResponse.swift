@@ -25,10 +25,7 @@ enum JSONResponse {
         guard writer.isFaithful else {
             throw EncodingFailure(type: "\(type(of: value))", underlying: NonFiniteNumber())
         }
-        return Response(
-            status: status,
-            headers: [.contentType: "application/json; charset=utf-8"],
-            body: ResponseBody(byteBuffer: ByteBuffer(bytes: writer.bytes)))
+        return response(writer.bytes, status: status)
     }
 
     struct NonFiniteNumber: Error {}
@@ -41,9 +38,13 @@ enum JSONResponse {
         } catch {
             throw EncodingFailure(type: "\(type(of: value))", underlying: error)
         }
-        return Response(
+        return response(data, status: status)
+    }
+
+    private static func response(_ json: some Sequence<UInt8>, status: HTTPResponse.Status) -> Response {
+        Response(
             status: status,
             headers: [.contentType: "application/json; charset=utf-8"],
-            body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
+            body: ResponseBody(byteBuffer: ByteBuffer(bytes: json)))
     }
 }

@@ -14,17 +14,13 @@ enum MessageRow {
 
     /// The message in `row` under `alias`, or nil when a LEFT JOIN found none.
     static func decode(_ row: PostgresRandomAccessRow, alias: String, conversation: UUID) throws -> Message? {
-        guard let seq = try row["\(alias)_seq"].decode(Int64?.self) else { return nil }
-        return Message(
-            conversationId: conversation,
-            seq: seq,
-            sender: try row["\(alias)_sender"].decode(String.self),
-            body: try row["\(alias)_body"].decode(String.self),
-            clientId: try row["\(alias)_client_id"].decode(String?.self),
-            createdAt: try row["\(alias)_created_at"].decode(Date.self),
-            version: try row["\(alias)_version"].decode(Int64.self),
-            editedAt: try row["\(alias)_edited_at"].decode(Date?.self),
-            deleted: try row["\(alias)_deleted"].decode(Bool.self))
+        try message(
+            (
+                row["\(alias)_seq"].decode(Int64?.self), row["\(alias)_sender"].decode(String?.self),
+                row["\(alias)_body"].decode(String?.self), row["\(alias)_client_id"].decode(String?.self),
+                row["\(alias)_created_at"].decode(Date?.self), row["\(alias)_version"].decode(Int64?.self),
+                row["\(alias)_edited_at"].decode(Date?.self), row["\(alias)_deleted"].decode(Bool?.self)
+            ), conversation: conversation)
     }
 
     /// The message columns in the order `positional(_:)` selects them.
@@ -40,11 +36,13 @@ enum MessageRow {
     static func message(_ columns: Columns, conversation: UUID) throws -> Message? {
         let (seq, sender, body, clientID, createdAt, version, editedAt, deleted) = columns
         guard let seq else { return nil }
-        guard let sender, let body, let createdAt, let version, let deleted else {
-            throw StoreError.unavailable
-        }
+        guard let sender, let body, let createdAt, let version, let deleted else { throw MalformedRow() }
         return Message(
             conversationId: conversation, seq: seq, sender: sender, body: body, clientId: clientID,
             createdAt: createdAt, version: version, editedAt: editedAt, deleted: deleted)
     }
 }
+
+/// A row without a column its statement always returns: a bug between a
+/// statement and its decoding, not a database outage (a logged 500, not a 503).
+struct MalformedRow: Error {}

@@ -34,11 +34,20 @@ extension ScrollbackStore {
         try await withConnection(writes: true, bounded: false) { connection in
             try await connection.query("SET statement_timeout = 0", logger: logger)
             try await connection.query("SET lock_timeout = 0", logger: logger)
-            let applied = try await migrate(migrations, on: connection)
-            // Back to the values the connection started with.
-            try await connection.query("RESET statement_timeout", logger: logger)
-            try await connection.query("RESET lock_timeout", logger: logger)
-            return applied
+            // Back to the values the connection started with, whatever
+            // happened: the connection returns to the pool afterwards.
+            func restoreTimeouts() async throws {
+                try await connection.query("RESET statement_timeout", logger: logger)
+                try await connection.query("RESET lock_timeout", logger: logger)
+            }
+            do {
+                let applied = try await migrate(migrations, on: connection)
+                try await restoreTimeouts()
+                return applied
+            } catch {
+                try? await restoreTimeouts()
+                throw error
+            }
         }
     }
 

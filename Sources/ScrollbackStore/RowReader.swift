@@ -16,14 +16,14 @@ struct RowReader {
 
     /// The next column; nil for SQL NULL.
     mutating func next<Value: PostgresDecodable>(_ type: Value.Type) throws -> Value? {
-        guard let cell = cells.next() else { throw StoreError.unavailable }
+        guard let cell = cells.next() else { throw MalformedRow() }
         guard var bytes = cell.bytes else { return nil }
         return try Value(from: &bytes, type: cell.dataType, format: cell.format, context: .default)
     }
 
     /// The next column, which must not be NULL.
     mutating func required<Value: PostgresDecodable>(_ type: Value.Type) throws -> Value {
-        guard let value = try next(type) else { throw StoreError.unavailable }
+        guard let value = try next(type) else { throw MalformedRow() }
         return value
     }
 

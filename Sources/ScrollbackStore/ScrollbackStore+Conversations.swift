@@ -28,7 +28,7 @@ extension ScrollbackStore {
             writes: true)
         guard let (id, title, createdBy, createdAt, lastSeq, members) = try rows.first?.decode(
             (UUID, String?, String, Date, Int64, [String]).self)
-        else { throw StoreError.unavailable }
+        else { throw MalformedRow() }
         return Conversation(
             id: id, title: title, createdBy: createdBy, createdAt: createdAt, lastSeq: lastSeq, members: members)
     }
@@ -162,7 +162,7 @@ extension ScrollbackStore {
             """,
             writes: true)
         guard let (lastSeq, isMember, readSeq, unread) = try rows.first?.decode((Int64?, Bool, Int64?, Int64?).self)
-        else { throw StoreError.unavailable }
+        else { throw MalformedRow() }
         guard let lastSeq, isMember else { throw StoreError.conversationNotFound }
         guard let readSeq else { throw StoreError.readBeyondNewest(lastSeq: lastSeq) }
         return ReadMarker(conversationId: id, readSeq: readSeq, unreadCount: unread ?? 0)

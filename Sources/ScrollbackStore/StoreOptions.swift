@@ -43,7 +43,6 @@ public struct StoreOptions: Sendable, Equatable {
     }
 
     static func milliseconds(_ duration: Duration) -> Int64 {
-        let (seconds, attoseconds) = duration.components
-        return max(1, seconds * 1000 + attoseconds / 1_000_000_000_000_000)
+        max(1, duration.nanoseconds / 1_000_000)
     }
 }

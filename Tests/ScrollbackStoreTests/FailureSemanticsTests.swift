@@ -74,8 +74,10 @@ import Testing
     /// commits (here the commit is slowed by a deferred trigger): a write
     /// answers only once its statement's result has been read to the end,
     /// which PostgreSQL sends with the commit, so what it wrote is visible to
-    /// every other client by then. Checked on the store's statement runner
-    /// with a result of three 16 KB rows, and on a send of a 16 KB body.
+    /// every other client by then. Checked on the store's statement runner,
+    /// which every write goes through, with a result of three 16 KB rows (a
+    /// single row cannot show it: its tail stays in PostgreSQL's send buffer
+    /// until the commit).
     @Test func aWriteAnswersOnlyAfterItsCommit() async throws {
         try await TestDatabase.withStore { store in
             _ = try await store.values(
@@ -84,14 +86,12 @@ import Testing
                 CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS
                 $$ BEGIN PERFORM pg_sleep(0.5); RETURN NULL; END $$
                 """)
-            for table in ["messages", "users"] {
-                _ = try await store.values(
-                    Int.self,
-                    """
-                    CREATE CONSTRAINT TRIGGER slow_commit AFTER INSERT ON \(unescaped: table)
-                    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION slow_commit()
-                    """)
-            }
+            _ = try await store.values(
+                Int.self,
+                """
+                CREATE CONSTRAINT TRIGGER slow_commit AFTER INSERT ON users
+                DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION slow_commit()
+                """)
             func visible(_ query: PostgresQuery) async throws -> Int? {
                 try await TestDatabase.otherConnection(to: store) { other in
                     try await other.query(query, logger: .init(label: "test")).collect().first?.decode(Int.self)
@@ -105,11 +105,6 @@ import Testing
                 "INSERT INTO users (id) SELECT \(big) || g FROM generate_series(1, 3) AS g RETURNING id")
             #expect(inserted.count == 3)
             #expect(try await visible("SELECT count(*) FROM users") == 3)
-
-            let conversation = try await store.createConversation(creator: "alice", title: nil, members: [])
-            let sent = try await store.send(to: conversation.id, from: "alice", body: big, clientID: "big")
-            #expect(try await visible("SELECT count(*) FROM messages") == 1)
-            #expect(sent.message.body == big)
         }
     }
 
