@@ -24,6 +24,8 @@ public struct APIErrorCode: RawRepresentable, Codable, Sendable, Hashable, CaseI
     public static let invalidParameter = APIErrorCode(rawValue: "invalid_parameter")
     /// Any other malformed request that the HTTP layer refused.
     public static let badRequest = APIErrorCode(rawValue: "bad_request")
+    /// A live-stream frame whose `type` the server does not know.
+    public static let unknownFrameType = APIErrorCode(rawValue: "unknown_frame_type")
 
     // MARK: 401, 403: who is asking
 
@@ -87,7 +89,7 @@ public struct APIErrorCode: RawRepresentable, Codable, Sendable, Hashable, CaseI
 
     /// Every code this version of the API knows. A newer server may send others.
     public static let allCases: [APIErrorCode] = [
-        .invalidJSON, .invalidField, .invalidParameter, .badRequest,
+        .invalidJSON, .invalidField, .invalidParameter, .badRequest, .unknownFrameType,
         .unauthorized, .forbidden,
         .conversationNotFound, .memberNotFound, .messageNotFound, .notFound, .methodNotAllowed,
         .idempotencyConflict, .messageDeleted, .payloadTooLarge,

@@ -33,4 +33,16 @@ public enum APILimits {
     public static let maxLayoutItems = 10_000
     /// `viewport_height` and `viewport_width` of page hints, in points.
     public static let maxHintViewportLength = 100_000.0
+
+    /// Messages a `subscribe` with `after_seq` replays; more missed than
+    /// this get `resync_required` instead, and the client pages over HTTP.
+    public static let maxStreamBacklog = 1_000
+    /// A message on the live stream, in either direction; a larger one
+    /// closes the socket with 1009.
+    public static let maxStreamFrameBytes = 64 * 1024
+    /// Seconds a socket opened without an `Authorization` header has to send
+    /// its `auth` frame before it is closed with 1008.
+    public static let streamAuthSeconds = 5
+    /// Seconds between two `typing` events of one member in one conversation.
+    public static let typingIntervalSeconds = 2
 }

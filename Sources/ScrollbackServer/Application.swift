@@ -1,4 +1,6 @@
 import Hummingbird
+import HummingbirdWebSocket
+import ScrollbackModels
 import Logging
 import ScrollbackStore
 import ServiceLifecycle
@@ -14,43 +16,63 @@ public func buildRouter(store: ScrollbackStore, tokens: TokenAuthority) -> Route
     ConversationController(store: store).addRoutes(to: v1)
     MessageController(store: store).addRoutes(to: v1)
     MessageChangeController(store: store).addRoutes(to: v1)
+    StreamController.addPlainRoute(to: router)
     router.add(middleware: MethodNotAllowedMiddleware(routes: router.routes.map { ($0.method, $0.path.description) }))
     return router
 }
 
-/// The HTTP server on `store`, which the caller runs (see `runScrollback`).
-/// With `migrateOnStart`, pending migrations are applied before the server
-/// accepts its first request.
+/// The HTTP and WebSocket server on `store`, which the caller runs (see
+/// `runScrollback`). With `migrateOnStart`, pending migrations are applied
+/// before the server accepts its first request. Without `live`, the
+/// application runs its own live delivery as one of its services; pass one to
+/// run it beside the application instead, so that a shutdown closes the
+/// sockets (1001) before the server stops.
 public func buildApplication(
     configuration: ScrollbackConfiguration, store: ScrollbackStore, logger: Logger, migrateOnStart: Bool = true,
-    onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+    live: LiveDelivery? = nil, onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
 ) async throws -> some ApplicationProtocol {
     guard let secret = configuration.jwtSecret else {
         throw ScrollbackConfiguration.Failure("SCROLLBACK_JWT_SECRET is not set.")
     }
     let tokens = try await TokenAuthority(secret: secret)
+    let delivery = live ?? LiveDelivery(store: store, logger: logger)
+    let stream = StreamController(
+        session: StreamSession(live: delivery, tokens: tokens, store: store, logger: logger),
+        allowedOrigins: configuration.allowedOrigins)
     var app = Application(
         router: buildRouter(store: store, tokens: tokens),
-        // A connection that sends nothing for a minute, between requests or
-        // in the middle of one, is closed rather than held forever.
-        server: .http1(configuration: .init(idleTimeout: .seconds(60))),
+        server: .http1WebSocketUpgrade(
+            webSocketRouter: stream.webSocketRouter(),
+            configuration: .init(
+                // A connection that sends nothing for a minute, between
+                // requests or in the middle of one, is closed rather than
+                // held forever.
+                http1: .init(idleTimeout: .seconds(60)),
+                ws: .init(
+                    maxFrameSize: APILimits.maxStreamFrameBytes,
+                    autoPing: .enabled(timePeriod: delivery.options.pingInterval),
+                    closeTimeout: .seconds(5),
+                    validateUTF8: true))),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "scrollback"),
         onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) },
         logger: logger)
+    if live == nil { app.addServices(delivery) }
     if migrateOnStart {
         app.beforeServerStarts { try await store.migrate() }
     }
     return app
 }
 
-/// Runs the service until SIGTERM or SIGINT: the store's pool and the HTTP
-/// server under one service group. On shutdown the server stops first
-/// (finishing requests in flight), then the pool.
+/// Runs the service until SIGTERM or SIGINT: the store's pool, the HTTP and
+/// WebSocket server, and live delivery under one service group. A shutdown
+/// goes in reverse: the sockets are closed with 1001 first, then the server
+/// finishes the requests in flight, then the pool closes.
 public func runScrollback(configuration: ScrollbackConfiguration, store: ScrollbackStore, logger: Logger) async throws {
-    let app = try await buildApplication(configuration: configuration, store: store, logger: logger)
+    let live = LiveDelivery(store: store, logger: logger)
+    let app = try await buildApplication(configuration: configuration, store: store, logger: logger, live: live)
     let group = ServiceGroup(
         configuration: .init(
-            services: [.init(service: store), .init(service: app)],
+            services: [.init(service: store), .init(service: app), .init(service: live)],
             gracefulShutdownSignals: [.sigterm, .sigint],
             logger: logger))
     try await group.run()

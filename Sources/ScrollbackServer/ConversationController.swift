@@ -64,10 +64,7 @@ struct ConversationController {
         let user = try context.requireUser()
         let id = try Self.conversationID(context)
         let input = try await RequestBody.decode(ReadMarkerRequest.self, from: request)
-        guard input.seq >= 0 else {
-            throw APIError.unprocessable(.invalidReadSeq, "Field `seq` must be 0 or more.")
-        }
-        return try JSONResponse.make(try await store.markRead(input.seq, in: id, by: user))
+        return try JSONResponse.make(try await store.markRead(Validation.readSeq(input.seq), in: id, by: user))
     }
 
     /// A path id that is not a UUID names no conversation: the same 404.

@@ -23,6 +23,10 @@ public struct ScrollbackConfiguration: Sendable {
     public var logLevel = Logger.Level.info
     /// `SCROLLBACK_STATE_DIR`: the embedded cluster and the generated secret.
     public var stateDirectory = ".scrollback"
+    /// `SCROLLBACK_ALLOWED_ORIGINS`: comma-separated web origins whose pages
+    /// may open the live stream (`*` for any); requests without `Origin`
+    /// (native apps) are always allowed. None by default.
+    public var allowedOrigins = AllowedOrigins([])
 
     public init() {}
 
@@ -62,6 +66,7 @@ public struct ScrollbackConfiguration: Sendable {
             logLevel = level
         }
         if let text = value("SCROLLBACK_STATE_DIR") { stateDirectory = text }
+        if let text = value("SCROLLBACK_ALLOWED_ORIGINS") { allowedOrigins = AllowedOrigins(list: text) }
         if databaseURL != nil && jwtSecret == nil {
             throw Failure(
                 """

@@ -33,7 +33,7 @@ public struct TokenAuthority: Sendable {
 
     /// A token's `nbf` had passed when it was verified, so only `exp` is
     /// left to check.
-    private struct VerifiedToken {
+    struct VerifiedToken: Sendable {
         var user: UserID
         var expires: Date
     }
@@ -64,6 +64,11 @@ public struct TokenAuthority: Sendable {
 
     /// The user id of a valid token, or an `APIError` 401 that says why not.
     func user(fromAuthorization header: String?, now: Date = Date()) async throws -> UserID {
+        try await verify(Self.bearerToken(header), now: now).user
+    }
+
+    /// The token of an `Authorization: Bearer <token>` header.
+    static func bearerToken(_ header: String?) throws -> String {
         guard let header, !header.isEmpty else {
             throw APIError.unauthorized("Send `Authorization: Bearer <token>`.")
         }
@@ -71,12 +76,16 @@ public struct TokenAuthority: Sendable {
         guard parts.count == 2, parts[0].lowercased() == "bearer", !parts[1].isEmpty else {
             throw APIError.unauthorized("The Authorization header must be `Bearer <token>`.")
         }
-        let text = String(parts[1])
+        return String(parts[1])
+    }
+
+    /// Who a valid token names and until when, or an `APIError` 401 that says why not.
+    func verify(_ text: String, now: Date = Date()) async throws -> VerifiedToken {
         if let known = verified.withLockedValue({ $0[text] }) {
             guard now < known.expires else { throw Self.expiredOrNotYetValid }
-            return known.user
+            return known
         }
-        let token = Array(parts[1].utf8)
+        let token = Array(text.utf8)
         // Only HS256: a token naming another algorithm (or `none`) is refused
         // before its signature is looked at.
         guard let header = try? DefaultJWTParser().parse(token, as: AccessClaims.self).header else {
@@ -96,10 +105,11 @@ public struct TokenAuthority: Sendable {
         guard let user = UserID(validating: claims.sub.value) else {
             throw APIError.unauthorized("The token's `sub` must be a user id of \(UserID.rule).")
         }
+        let result = VerifiedToken(user: user, expires: claims.exp.value)
         verified.withLockedValue { verified in
             if verified.count >= Self.verifiedCapacity { verified.removeAll(keepingCapacity: true) }
-            verified[text] = VerifiedToken(user: user, expires: claims.exp.value)
+            verified[text] = result
         }
-        return user
+        return result
     }
 }

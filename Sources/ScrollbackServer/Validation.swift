@@ -41,6 +41,11 @@ enum Validation {
         return clientID
     }
 
+    static func readSeq(_ seq: Int64) throws -> Int64 {
+        guard seq >= 0 else { throw APIError.unprocessable(.invalidReadSeq, "Field `seq` must be 0 or more.") }
+        return seq
+    }
+
     static func title(_ title: String?) throws -> String? {
         guard let title else { return nil }
         if title.unicodeScalars.contains("\u{0}") {

@@ -54,6 +54,25 @@ public struct DatabaseURL: Sendable, Equatable {
         "postgres://\(username)@\(host):\(port)/\(database ?? "")"
     }
 
+    /// A single connection's configuration (the feed's listener), named
+    /// `application_name` so operators can tell it from the pool's.
+    func connectionConfiguration(_ options: StoreOptions, applicationName: String) throws
+        -> PostgresConnection.Configuration
+    {
+        let tlsSetting: PostgresConnection.Configuration.TLS
+        switch tls {
+        case .disable: tlsSetting = .disable
+        case .prefer: tlsSetting = .prefer(try NIOSSLContext(configuration: .makeClientConfiguration()))
+        case .require: tlsSetting = .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
+        }
+        var configuration = PostgresConnection.Configuration(
+            host: host, port: port, username: username, password: password, database: database, tls: tlsSetting)
+        configuration.options.connectTimeout = .seconds(3)
+        configuration.options.additionalStartupParameters =
+            options.startupParameters.filter { $0.0 != "application_name" } + [("application_name", applicationName)]
+        return configuration
+    }
+
     /// A pool configuration with the session settings of `options`.
     func clientConfiguration(_ options: StoreOptions) -> PostgresClient.Configuration {
         let tlsSetting: PostgresClient.Configuration.TLS

@@ -153,7 +153,8 @@ extension ScrollbackStore {
             ), moved AS (
                 UPDATE members SET read_seq = GREATEST(read_seq, \(seq))
                 WHERE conversation_id = \(id) AND user_id = \(user.rawValue) AND \(seq) <= (SELECT last_seq FROM c)
-                RETURNING conversation_id, user_id, read_seq
+                RETURNING conversation_id, user_id, read_seq,
+                          \(unescaped: FeedEvent.notify("r", "conversation_id::text", "read_seq::text", "user_id"))
             )
             SELECT (SELECT last_seq FROM c),
                    EXISTS (SELECT 1 FROM members WHERE conversation_id = \(id) AND user_id = \(user.rawValue)),
@@ -218,7 +219,10 @@ extension ScrollbackStore {
                 return try rows.first?.decode(Bool.self) == true ? .forbidden : .notAMember
             }
             let rows = try await connection.query(
-                "DELETE FROM members WHERE conversation_id = \(id) AND user_id = \(user.rawValue) RETURNING user_id",
+                """
+                DELETE FROM members WHERE conversation_id = \(id) AND user_id = \(user.rawValue)
+                RETURNING user_id, \(unescaped: FeedEvent.notify("x", "conversation_id::text", "user_id"))
+                """,
                 logger: logger
             ).collect()
             return rows.isEmpty ? .notAMember : .done

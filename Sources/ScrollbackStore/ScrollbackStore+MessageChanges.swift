@@ -78,7 +78,7 @@ extension ScrollbackStore {
             ), c AS (
                 UPDATE conversations SET version = version + 1
                 WHERE id = \(id) AND EXISTS (SELECT 1 FROM target)
-                RETURNING version
+                RETURNING version, \(unescaped: FeedEvent.notify("u", "id::text", "\(seq)", "version::text"))
             )
             UPDATE messages m
             SET version = c.version,

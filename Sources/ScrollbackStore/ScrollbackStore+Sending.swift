@@ -50,9 +50,10 @@ extension ScrollbackStore {
 /// A send, prepared once per connection. It locks the conversation row,
 /// then checks under that lock that the sender is still a member, looks for
 /// an earlier message with this `client_id`, and only when there is none
-/// inserts the message with the conversation's next seq and version.
+/// inserts the message with the conversation's next seq and version, and
+/// notifies the change feed (delivered at commit).
 struct SendStatement: PostgresPreparedStatement {
-    static let name = "scrollback_send_v1"
+    static let name = "scrollback_send_v2"
     static let sql = """
         WITH conv AS (
             SELECT id, last_seq, version FROM conversations WHERE id = $1
@@ -78,7 +79,7 @@ struct SendStatement: PostgresPreparedStatement {
             UPDATE conversations c
             SET last_seq = ins.seq, version = ins.version, activity = nextval('conversation_activity')
             FROM ins WHERE c.id = ins.conversation_id
-            RETURNING c.id
+            RETURNING c.id, \(FeedEvent.notify("m", "c.id::text", "ins.seq::text", "ins.version::text"))
         )
         SELECT EXISTS (SELECT 1 FROM member), r.created, r.same_body, \(MessageRow.positional("r"))
         FROM (SELECT) AS one

@@ -15,6 +15,7 @@ import ServiceLifecycle
 /// `statement_timeout` and `lock_timeout` (see `StoreOptions`).
 public struct ScrollbackStore: Service {
     let client: PostgresClient
+    let url: DatabaseURL
     let logger: Logger
     let options: StoreOptions
     let knownUsers = KnownUsers()
@@ -22,6 +23,7 @@ public struct ScrollbackStore: Service {
 
     public init(url: DatabaseURL, options: StoreOptions = StoreOptions(), logger: Logger) {
         self.client = PostgresClient(configuration: url.clientConfiguration(options), backgroundLogger: logger)
+        self.url = url
         self.logger = logger
         self.options = options
     }

@@ -29,7 +29,7 @@ import Testing
         #expect(
             written == [
                 "Message", "MessageEnvelope", "MessagePage", "ChangeSet", "Conversation", "ConversationList",
-                "ReadMarker", "APIErrorBody", "PageLayoutHints",
+                "ReadMarker", "APIErrorBody", "PageLayoutHints", "ServerFrame",
             ])
     }
 
@@ -97,6 +97,34 @@ struct Golden: Sendable, CustomTestStringConvertible {
         Golden("layout_response", Values.layoutResponse),
         Golden("layout_response_without_visible", Values.layoutResponseWithoutVisible),
         Golden("api_error_body", APIErrorBody(code: .conversationNotFound, message: "No conversation with this id.")),
+        // The live stream's frames, both ways.
+        Golden("client_frame_auth", ClientFrame.auth(token: "eyJhbGciOiJIUzI1NiJ9.e30.sig")),
+        Golden("client_frame_subscribe", ClientFrame.subscribe(conversationId: Values.conversationID, afterSeq: 41)),
+        Golden("client_frame_subscribe_live", ClientFrame.subscribe(conversationId: Values.conversationID, afterSeq: nil)),
+        Golden("client_frame_unsubscribe", ClientFrame.unsubscribe(conversationId: Values.conversationID)),
+        Golden(
+            "client_frame_send",
+            ClientFrame.send(conversationId: Values.conversationID, body: "On my way", clientId: "c-7f3a")),
+        Golden("client_frame_read", ClientFrame.read(conversationId: Values.conversationID, seq: 41)),
+        Golden("client_frame_typing", ClientFrame.typing(conversationId: Values.conversationID)),
+        Golden("client_frame_ping", ClientFrame.ping),
+        Golden(
+            "server_frame_subscribed", ServerFrame.subscribed(conversationId: Values.conversationID, lastSeq: 42, version: 44)),
+        Golden("server_frame_message", ServerFrame.message(Values.message)),
+        Golden("server_frame_message_updated", ServerFrame.messageUpdated(Values.deletedMessage)),
+        Golden("server_frame_ack", ServerFrame.ack(clientId: "c-7f3a", message: Values.message, replayed: false)),
+        Golden("server_frame_read", ServerFrame.read(conversationId: Values.conversationID, userId: "bob", seq: 41)),
+        Golden("server_frame_typing", ServerFrame.typing(conversationId: Values.conversationID, userId: "bob")),
+        Golden("server_frame_member_removed", ServerFrame.memberRemoved(conversationId: Values.conversationID)),
+        Golden(
+            "server_frame_error",
+            ServerFrame.error(code: .idempotencyConflict, message: "This client_id was already used.", ref: "c-7f3a")),
+        Golden(
+            "server_frame_error_without_ref",
+            ServerFrame.error(code: .unknownFrameType, message: "Unknown frame type.", ref: nil)),
+        Golden(
+            "server_frame_resync_required", ServerFrame.resyncRequired(conversationId: Values.conversationID, lastSeq: 1042)),
+        Golden("server_frame_pong", ServerFrame.pong),
     ]
 }
 

@@ -1,0 +1,118 @@
+import Foundation
+import Logging
+import ScrollbackModels
+import ScrollbackStore
+import ServiceLifecycle
+
+/// How live delivery behaves; the defaults are the service's, tests shorten them.
+public struct LiveOptions: Sendable {
+    /// How often the open sockets, subscriptions and queues are logged.
+    public var statisticsInterval: Duration = .seconds(60)
+    /// How often the listening connection is probed.
+    public var probeInterval: Duration = .seconds(10)
+    /// How long a shutdown waits for sockets to close after 1001.
+    public var shutdownGrace: Duration = .seconds(5)
+    /// Seconds between pings to each socket; a client that does not answer
+    /// one within the next period is closed.
+    public var pingInterval: Duration = .seconds(30)
+    /// The outbound queue of each socket.
+    var queueLimits = OutboundQueue.Limits()
+
+    public init() {}
+
+    /// The soft and hard limit of each socket's outbound queue, and how long
+    /// it may stay above the soft one.
+    public mutating func setQueueLimits(softBytes: Int, hardBytes: Int, grace: Duration) {
+        queueLimits = OutboundQueue.Limits(softBytes: softBytes, hardBytes: hardBytes, grace: grace)
+    }
+}
+
+/// Live delivery of one instance, as a `Service`: the change feed's
+/// listening connection (reconnected by the store), the catch-up worker
+/// that reads what the feed announced and hands it to the hub, and the
+/// periodic statistics line. On graceful shutdown every socket is closed
+/// with 1001 once the frame it is handling is answered, before the HTTP
+/// server stops (run it after the application in the service group).
+public struct LiveDelivery: Service {
+    let hub = LiveHub()
+    let counters = LiveCounters()
+    let store: ScrollbackStore
+    let options: LiveOptions
+    let logger: Logger
+
+    public init(store: ScrollbackStore, options: LiveOptions = LiveOptions(), logger: Logger) {
+        self.store = store
+        self.options = options
+        self.logger = logger
+    }
+
+    public func run() async throws {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { [store, hub, options] in
+                await store.listenToFeed(probeInterval: options.probeInterval) { signal in
+                    await hub.handle(signal)
+                }
+            }
+            group.addTask { await catchUp() }
+            group.addTask { await logStatistics() }
+            // Until the service group shuts down (or the task is cancelled).
+            try? await gracefulShutdown()
+            await closeSockets()
+            group.cancelAll()
+        }
+    }
+
+    /// Reads what the feed announced, one read per conversation, and fans
+    /// it out; a read that fails is tried again shortly.
+    private func catchUp() async {
+        while let requests = await hub.nextReads() {
+            var failed = false
+            await withTaskGroup(of: Bool.self) { group in
+                for request in requests {
+                    group.addTask { [store, hub] in
+                        do {
+                            let read = try await store.feed(
+                                of: request.conversation, afterSeq: request.afterSeq,
+                                afterVersion: request.afterVersion, checking: request.users,
+                                limit: APILimits.maxStreamBacklog)
+                            await hub.apply(read, for: request)
+                            return true
+                        } catch {
+                            await hub.retry(request)
+                            return false
+                        }
+                    }
+                }
+                for await succeeded in group where !succeeded { failed = true }
+            }
+            if failed {
+                logger.warning("live delivery could not read new messages; retrying")
+                try? await Task.sleep(for: .milliseconds(250))
+            }
+        }
+    }
+
+    private func logStatistics() async {
+        while (try? await Task.sleep(for: options.statisticsInterval)) != nil {
+            var statistics = await hub.statistics()
+            statistics.closedTooSlow = counters.closedForSlowness
+            logger.info(
+                "live delivery",
+                metadata: [
+                    "sockets": "\(statistics.sockets)", "subscriptions": "\(statistics.subscriptions)",
+                    "conversations": "\(statistics.conversations)", "queued_frames": "\(statistics.queuedFrames)",
+                    "queued_bytes": "\(statistics.queuedBytes)", "closed_too_slow": "\(statistics.closedTooSlow)",
+                ])
+        }
+    }
+
+    private func closeSockets() async {
+        let sockets = await hub.shutDown()
+        for socket in sockets { socket.beginShutdown(grace: options.shutdownGrace) }
+        let deadline = ContinuousClock.now + options.shutdownGrace + .seconds(1)
+        while await hub.openSockets > 0, ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        await hub.stopWorker()
+    }
+}

@@ -1,0 +1,174 @@
+import Foundation
+import PostgresNIO
+import ScrollbackModels
+
+/// What a notification on the change feed says happened: ids only, never a
+/// body (a payload is capped at 8,000 bytes, and a body is read from the
+/// tables where it is stored). Every writing statement sends its
+/// notification itself (`pg_notify` in the same statement or transaction),
+/// so PostgreSQL delivers it at commit, in commit order, to every instance.
+public enum FeedEvent: Sendable, Equatable {
+    /// A message was sent (`seq` is new) or edited or deleted; the
+    /// conversation's version is now at least `version`.
+    case changed(conversation: UUID, seq: Int64, version: Int64)
+    /// A member's read marker moved to `seq`.
+    case read(conversation: UUID, user: UserID, seq: Int64)
+    /// A member left or was removed.
+    case memberRemoved(conversation: UUID, user: UserID)
+    /// A member is typing: sent, never stored.
+    case typing(conversation: UUID, user: UserID)
+
+    /// The one channel of the feed.
+    public static let channel = "scrollback_feed"
+
+    /// The SQL of a notification, for the statements that write: `kind` is
+    /// one letter, `fields` SQL expressions joined with `:` (uuids and
+    /// numbers, then at most one user id, which has no `:`).
+    static func notify(_ kind: Character, _ fields: String...) -> String {
+        "pg_notify('\(channel)', '\(kind):' || " + fields.joined(separator: " || ':' || ") + ")"
+    }
+
+    /// The event of a payload; nil for one this version does not know.
+    public init?(payload: String) {
+        let parts = payload.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count >= 3, let conversation = UUID(uuidString: String(parts[1])) else { return nil }
+        switch (parts[0], parts.count) {
+        case ("m", 4), ("u", 4):
+            guard let seq = Int64(parts[2]), let version = Int64(parts[3]) else { return nil }
+            self = .changed(conversation: conversation, seq: seq, version: version)
+        case ("r", 4):
+            guard let seq = Int64(parts[2]) else { return nil }
+            self = .read(conversation: conversation, user: UserID(rawValue: String(parts[3])), seq: seq)
+        case ("x", 3):
+            self = .memberRemoved(conversation: conversation, user: UserID(rawValue: String(parts[2])))
+        case ("t", 3):
+            self = .typing(conversation: conversation, user: UserID(rawValue: String(parts[2])))
+        default:
+            return nil
+        }
+    }
+
+    public var conversation: UUID {
+        switch self {
+        case .changed(let id, _, _), .read(let id, _, _), .memberRemoved(let id, _), .typing(let id, _): id
+        }
+    }
+}
+
+/// A conversation's messages after a known position, read in one snapshot:
+/// what a subscriber or an instance's hub has not seen yet.
+public struct FeedRead: Sendable, Equatable {
+    /// The conversation's last seq and version in the snapshot.
+    public var lastSeq: Int64
+    public var version: Int64
+    /// Which of the users asked about were members in the snapshot.
+    public var members: Set<UserID>
+    /// Messages after the seq asked for, in seq order (dense).
+    public var added: [Message]
+    /// Messages at or before that seq changed after the version asked for,
+    /// in version order, each once in its latest state.
+    public var changed: [Message]
+    /// More than the limit was missed: `added` or `changed` stops short.
+    public var truncated: Bool
+}
+
+extension ScrollbackStore {
+    /// The messages of conversation `id` after seq `afterSeq` (nil: the last
+    /// seq, so none), and the changes after version `afterVersion` to
+    /// messages up to that seq, with which of `users` are members, all from
+    /// one snapshot. Nil when there is no such conversation.
+    public func feed(
+        of id: UUID, afterSeq: Int64?, afterVersion: Int64, checking users: [UserID], limit: Int
+    ) async throws -> FeedRead? {
+        let statement = FeedStatement(
+            conversation: id, afterSeq: afterSeq, afterVersion: afterVersion, users: users.map(\.rawValue),
+            limit: Int64(limit) + 1)
+        let rows = try await rows(statement, writes: false)
+        guard let head = rows.first else { return nil }
+        var read = FeedRead(
+            lastSeq: head.lastSeq, version: head.version, members: Set(head.members.map(UserID.init(rawValue:))),
+            added: [], changed: [], truncated: false)
+        for row in rows {
+            guard let message = row.message else { continue }
+            if row.added { read.added.append(message) } else { read.changed.append(message) }
+        }
+        // UNION ALL promises no order across its branches.
+        read.added.sort { $0.seq < $1.seq }
+        read.changed.sort { $0.version < $1.version }
+        if read.added.count > limit || read.changed.count > limit {
+            read.truncated = true
+            read.added = Array(read.added.prefix(limit))
+            read.changed = Array(read.changed.prefix(limit))
+        }
+        return read
+    }
+
+    /// Tells every instance that `user` is typing in conversation `id`;
+    /// false when the user is not a member (nothing is sent then).
+    public func notifyTyping(in id: UUID, by user: UserID) async throws -> Bool {
+        let rows = try await rows(
+            """
+            SELECT \(unescaped: FeedEvent.notify("t", "conversation_id::text", "user_id"))
+            FROM members WHERE conversation_id = \(id) AND user_id = \(user.rawValue)
+            """,
+            writes: false)
+        return !rows.isEmpty
+    }
+}
+
+/// The feed read, prepared once per connection: a conversation's head, which
+/// of the given users are members, and two keyset scans, the messages after
+/// `after_seq` (primary key) and the changed ones up to it (by version).
+struct FeedStatement: PostgresPreparedStatement {
+    static let name = "scrollback_feed_v1"
+    static let sql = """
+        SELECT c.last_seq, c.version,
+               ARRAY(SELECT user_id FROM members WHERE conversation_id = c.id AND user_id = ANY($4)),
+               m.added, \(MessageRow.positional("m"))
+        FROM conversations c
+        CROSS JOIN LATERAL (SELECT COALESCE($2, c.last_seq) AS after_seq) a
+        LEFT JOIN LATERAL (
+            (SELECT true AS added, * FROM messages
+             WHERE conversation_id = c.id AND seq > a.after_seq
+             ORDER BY seq LIMIT $5)
+            UNION ALL
+            (SELECT false AS added, * FROM messages
+             WHERE conversation_id = c.id AND version > $3 AND seq <= a.after_seq
+             ORDER BY version LIMIT $5)
+        ) m ON true
+        WHERE c.id = $1
+        """
+    static let bindingDataTypes: [PostgresDataType] = [.uuid, .int8, .int8, .textArray, .int8]
+
+    var conversation: UUID
+    var afterSeq: Int64?
+    var afterVersion: Int64
+    var users: [String]
+    var limit: Int64
+
+    struct Row: Sendable {
+        var lastSeq: Int64
+        var version: Int64
+        var members: [String]
+        var added: Bool
+        var message: Message?
+    }
+
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 5)
+        bindings.append(conversation)
+        bindings.append(afterSeq)
+        bindings.append(afterVersion)
+        bindings.append(users)
+        bindings.append(limit)
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> Row {
+        var reader = RowReader(row)
+        return Row(
+            lastSeq: try reader.required(Int64.self), version: try reader.required(Int64.self),
+            members: try reader.required([String].self), added: try reader.next(Bool.self) ?? false,
+            message: try reader.message(in: conversation))
+    }
+}

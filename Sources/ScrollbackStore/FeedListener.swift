@@ -1,0 +1,83 @@
+import Foundation
+import Logging
+import PostgresNIO
+
+/// What the listening connection reports.
+public enum FeedSignal: Sendable, Equatable {
+    /// LISTEN is in place, on the first connection or after a reconnect:
+    /// notifications sent while no connection listened are lost, so whoever
+    /// consumes the feed catches up from the tables now.
+    case listening
+    case event(FeedEvent)
+}
+
+extension ScrollbackStore {
+    /// The `application_name` of the listening connection (with the schema
+    /// when one is set, so instances on different schemas can be told apart).
+    public var listenerApplicationName: String {
+        "scrollback-listener" + (options.searchPath.map { ":" + $0 } ?? "")
+    }
+
+    /// Listens to the change feed on a connection of its own (the pool's
+    /// connections cannot LISTEN), passing every notification to `handle`
+    /// in commit order, until the task is cancelled. A lost connection is
+    /// replaced, with backoff; each time LISTEN is in place again `handle`
+    /// gets `.listening` first. A connection that stops answering is found
+    /// by a probe every `probeInterval` and replaced too.
+    public func listenToFeed(
+        probeInterval: Duration = .seconds(10), _ handle: @escaping @Sendable (FeedSignal) async -> Void
+    ) async {
+        var failures = 0
+        while !Task.isCancelled {
+            var connection: PostgresConnection?
+            do {
+                let configuration = try url.connectionConfiguration(
+                    options, applicationName: listenerApplicationName)
+                let listening = try await PostgresConnection.connect(
+                    configuration: configuration, id: 0, logger: logger)
+                connection = listening
+                try await listening.listen(on: FeedEvent.channel) { notifications in
+                    failures = 0
+                    logger.debug("listening to the change feed")
+                    await handle(.listening)
+                    try await withThrowingTaskGroup(of: Void.self) { group in
+                        group.addTask {
+                            for try await notification in notifications {
+                                if let event = FeedEvent(payload: notification.payload) {
+                                    await handle(.event(event))
+                                }
+                            }
+                        }
+                        group.addTask {
+                            while true {
+                                try await Task.sleep(for: probeInterval)
+                                try await Self.probe(listening, within: options.deadline, logger: logger)
+                            }
+                        }
+                        // Either ending means the connection is gone.
+                        try await group.next()
+                        group.cancelAll()
+                    }
+                }
+            } catch where Task.isCancelled {
+            } catch {
+                logger.warning("the change feed's connection failed", metadata: ["error": "\(error)"])
+            }
+            try? await connection?.close()
+            guard !Task.isCancelled else { return }
+            failures += 1
+            // 0.1 s doubling up to 5 s, with jitter so instances do not reconnect in step.
+            let backoff = min(0.1 * pow(2, Double(min(failures - 1, 6))), 5)
+            try? await Task.sleep(for: .milliseconds(Int(backoff * Double.random(in: 500...1000))))
+        }
+    }
+
+    /// Fails when the connection does not answer a trivial query in time.
+    private static func probe(_ connection: PostgresConnection, within limit: Duration, logger: Logger) async throws {
+        _ = try await Deadline.run(connection: limit, total: limit) { (gate: Deadline.Gate<Bool>) in
+            gate.sending()
+            _ = try await connection.query("SELECT 1", logger: logger).collect()
+            return true
+        }
+    }
+}

@@ -1,0 +1,243 @@
+import Foundation
+import NIOWebSocket
+import ScrollbackModels
+@testable import ScrollbackServer
+import ScrollbackStore
+import ScrollbackTestSupport
+import Testing
+
+/// The live stream under the conditions that break services: bad frames,
+/// missing or expired credentials, foreign web pages, a client that stops
+/// reading, a shutdown, and many subscribers over two instances.
+@Suite struct LiveStreamFailureTests {
+    @Test func badFramesGetAnErrorAndTheSocketStays() async throws {
+        try await LiveCluster.run { cluster in
+            let id = try await cluster.conversation("alice", members: [])
+            let alice = try await cluster.connect("alice")
+            alice.sendRaw("not json")
+            #expect(try await alice.next().errorCode == .invalidJSON)
+            alice.sendRaw(#"{"type":"shout","conversation_id":"\#(id)"}"#)
+            let unknown = try await alice.next()
+            #expect(unknown.errorCode == .unknownFrameType)
+            alice.sendRaw(#"{"type":"subscribe"}"#)
+            #expect(try await alice.next().errorCode == .invalidField)
+            // A send over the socket is validated as over HTTP, with the same codes.
+            try alice.send(.send(conversationId: id, body: "   ", clientId: "c1"))
+            #expect(try await alice.next() == .error(code: .invalidMessageBody, message: "Field `body` must contain some visible text, not only whitespace.", ref: "c1"))
+            try alice.send(.send(conversationId: id, body: String(repeating: "x", count: APILimits.maxMessageBodyLength + 1), clientId: "c2"))
+            #expect(try await alice.next().errorCode == .invalidMessageBody)
+            try alice.send(.send(conversationId: id, body: "ok", clientId: String(repeating: "k", count: 65)))
+            #expect(try await alice.next().errorCode == .invalidClientID)
+            try alice.send(.read(conversationId: id, seq: 5))
+            #expect(try await alice.next().errorCode == .invalidReadSeq)
+            // Nothing was stored, and the socket still answers.
+            try alice.send(.ping)
+            #expect(try await alice.next() == .pong)
+            let page = try await cluster.store.page(of: id, for: "alice", anchor: .newest, limit: 10)
+            #expect(page.messages.isEmpty)
+        }
+    }
+
+    @Test func aConversationOfOthersNeverDeliversAMessage() async throws {
+        try await LiveCluster.run { cluster in
+            let id = try await cluster.conversation("alice", members: [])
+            let mallory = try await cluster.connect("mallory")
+            try mallory.send(.subscribe(conversationId: id, afterSeq: 0))
+            #expect(try await mallory.next().errorCode == .conversationNotFound)
+            try mallory.send(.send(conversationId: id, body: "let me in", clientId: "m1"))
+            #expect(try await mallory.next() == .error(code: .conversationNotFound, message: APIError.conversationNotFound.message, ref: "m1"))
+            try mallory.send(.typing(conversationId: id))
+            #expect(try await mallory.next().errorCode == .conversationNotFound)
+            try await cluster.send(2, to: id, as: "alice")
+            #expect(await mallory.drain(for: .milliseconds(500)).isEmpty)
+        }
+    }
+
+    @Test func aMessageOver64KiBClosesWith1009AndInvalidUTF8With1007() async throws {
+        try await LiveCluster.run { cluster in
+            let big = try await cluster.connect("alice")
+            big.sendRaw(#"{"type":"ping","pad":""# + String(repeating: "x", count: APILimits.maxStreamFrameBytes) + #""}"#)
+            #expect(try await big.closed()?.closeCode == .messageTooLarge)
+
+            let justUnder = try await cluster.connect("alice")
+            justUnder.sendRaw(#"{"type":"ping","pad":""# + String(repeating: "x", count: 60 * 1024) + #""}"#)
+            #expect(try await justUnder.next() == .pong)
+
+            let invalid = try await cluster.connect("alice")
+            invalid.sendRawText([0x7B, 0xFF, 0xFE, 0x7D])
+            #expect(try await invalid.closed()?.closeCode == .dataInconsistentWithMessage)
+        }
+    }
+
+    @Test func aBrowserAuthenticatesWithItsFirstFrame() async throws {
+        try await LiveCluster.run { cluster in
+            let id = try await cluster.conversation("alice", members: [])
+            let client = StreamClient(port: cluster.instances[0].port)
+            try await client.waitUntilConnected()
+            try client.send(.auth(token: try await cluster.token("alice")))
+            try await cluster.subscribe(client, to: id)
+            try await cluster.send(1, to: id, as: "alice")
+            #expect(try await client.messages(1).map(\.seq) == [1])
+        }
+    }
+
+    @Test func aSocketThatDoesNotAuthenticateIsClosedWith1008() async throws {
+        try await LiveCluster.run { cluster in
+            let silent = StreamClient(port: cluster.instances[0].port)
+            try await silent.waitUntilConnected()
+            let started = ContinuousClock.now
+            #expect(try await silent.closed()?.closeCode == .policyViolation)
+            #expect(ContinuousClock.now - started >= .seconds(APILimits.streamAuthSeconds - 1))
+
+            let wrongFirst = StreamClient(port: cluster.instances[0].port)
+            try await wrongFirst.waitUntilConnected()
+            try wrongFirst.send(.ping)
+            #expect(try await wrongFirst.closed()?.closeCode == .policyViolation)
+        }
+    }
+
+    @Test func anInvalidOrExpiringTokenClosesWith4401() async throws {
+        try await LiveCluster.run { cluster in
+            let forged = StreamClient(port: cluster.instances[0].port, token: "not.a.token")
+            #expect(try await forged.next().errorCode == .unauthorized)
+            #expect(try await forged.closed()?.closeCode == WebSocketErrorCode(codeNumber: StreamCloseCode.unauthorized))
+
+            let expiring = StreamClient(port: cluster.instances[0].port, token: try await cluster.token("alice", ttl: 2))
+            try await expiring.waitUntilConnected()
+            try expiring.send(.ping)
+            #expect(try await expiring.next() == .pong)
+            #expect(try await expiring.next(timeout: .seconds(6)).errorCode == .unauthorized)
+            #expect(try await expiring.closed()?.closeCode == WebSocketErrorCode(codeNumber: StreamCloseCode.unauthorized))
+
+            // A fresh token of the same user, sent in time, keeps the socket open.
+            let refreshed = StreamClient(port: cluster.instances[0].port, token: try await cluster.token("alice", ttl: 2))
+            try await refreshed.waitUntilConnected()
+            try refreshed.send(.auth(token: try await cluster.token("alice")))
+            try await Task.sleep(for: .seconds(3))
+            try refreshed.send(.ping)
+            #expect(try await refreshed.next() == .pong)
+        }
+    }
+
+    @Test func aPageFromAnOriginThatIsNotAllowedNeverGetsASocket() async throws {
+        try await LiveCluster.run(configure: { $0.allowedOrigins = AllowedOrigins(["https://chat.example.com"]) }) {
+            cluster in
+            let token = try await cluster.token("alice")
+            let foreign = StreamClient(port: cluster.instances[0].port, token: token, origin: "https://evil.example.net")
+            await #expect(throws: StreamClientError.self) { try await foreign.waitUntilConnected() }
+            #expect(await foreign.wasUpgraded == false)
+
+            let allowed = StreamClient(port: cluster.instances[0].port, token: token, origin: "https://chat.example.com")
+            try await allowed.waitUntilConnected()
+            try allowed.send(.ping)
+            #expect(try await allowed.next() == .pong)
+        }
+    }
+
+    /// One client stops reading while messages keep coming: it is closed,
+    /// the others receive every message on time, and the slow one, when it
+    /// reads again, finds a gap-free prefix and the end of the connection.
+    @Test func aClientThatStopsReadingIsClosedWithoutSlowingOthers() async throws {
+        var options = LiveOptions()
+        options.setQueueLimits(softBytes: 32 * 1024, hardBytes: 128 * 1024, grace: .milliseconds(500))
+        try await LiveCluster.run(options: options) { cluster in
+            let id = try await cluster.conversation("alice", members: ["bob", "carol"])
+            let carol = try await cluster.connect("carol")
+            try await cluster.subscribe(carol, to: id)
+            let bob = try await cluster.connect("bob", paused: true)
+            try bob.send(.subscribe(conversationId: id, afterSeq: nil))
+            // Subscribed once a message sent now reaches the fast client... and the slow one's queue.
+            try await Task.sleep(for: .milliseconds(300))
+
+            let body = String(repeating: "€", count: 3_990)  // about 12 KB
+            let count = 1_500  // about 18 MB: more than the socket buffers hold
+            let sender = Task {
+                for n in 1...count {
+                    _ = try await cluster.store.send(to: id, from: "alice", body: "\(n) \(body)", clientID: nil)
+                }
+            }
+            let received = try await carol.messages(count, timeout: .seconds(120))
+            #expect(received.map(\.seq) == (1...count).map(Int64.init))
+            try await sender.value
+            #expect(cluster.instances[0].live.counters.closedForSlowness == 1)
+
+            bob.resume()
+            let frames = await bob.drain(for: .seconds(3))
+            guard case .subscribed(_, let start, _) = frames.first else {
+                Issue.record("the slow client's first frame: \(String(describing: frames.first))")
+                return
+            }
+            let seen = frames.compactMap(\.newMessage).map(\.seq)
+            #expect(seen.count < count - Int(start))
+            #expect(seen == Array(seen.indices.map { start + Int64($0) + 1 }), "a gap in what the slow client got")
+            // Cut (the close frame could not get through the full socket) or closed with tooSlow.
+            let close = try await bob.closed(timeout: .seconds(5))
+            #expect(close == nil || close?.closeCode == WebSocketErrorCode(codeNumber: StreamCloseCode.tooSlow))
+        }
+    }
+
+    /// A shutdown closes every socket with 1001, and only after each send
+    /// the server acknowledged is stored.
+    @Test func aShutdownClosesSocketsWith1001AfterTheAcknowledgedSendsAreStored() async throws {
+        try await LiveCluster.run { cluster in
+            let id = try await cluster.conversation("alice", members: ["bob"])
+            let alice = try await cluster.connect("alice")
+            let bob = try await cluster.connect("bob")
+            try await cluster.subscribe(bob, to: id)
+            for n in 1...30 { try alice.send(.send(conversationId: id, body: "n\(n)", clientId: "c\(n)")) }
+            // Shut down while the sends are being handled: once the first is acknowledged.
+            var acked: Set<String> = []
+            if case .ack(let clientID, _, _) = try await alice.next(where: { if case .ack = $0 { true } else { false } }) {
+                acked.insert(clientID)
+            }
+            await cluster.instances[0].group.triggerGracefulShutdown()
+            for frame in await alice.drain(for: .seconds(5)) {
+                if case .ack(let clientID, _, _) = frame { acked.insert(clientID) }
+            }
+            #expect(try await alice.closed()?.closeCode == .goingAway)
+            #expect(try await bob.closed()?.closeCode == .goingAway)
+            let stored = try await TestDatabase.admin(cluster.url) { connection in
+                try await connection.query(
+                    "SELECT client_id FROM \(unescaped: cluster.schema).messages WHERE conversation_id = \(id)",
+                    logger: connection.logger
+                ).collect().map { try $0.decode(String.self) }
+            }
+            #expect(acked.isSubset(of: Set(stored)), "acknowledged but not stored: \(acked.subtracting(stored))")
+        }
+    }
+
+    /// Hundreds of subscribers over two instances, messages sent through
+    /// both: each subscriber gets every message exactly once, in order.
+    @Test func fanOutToHundredsOfSubscribersOverTwoInstances() async throws {
+        try await LiveCluster.run(instances: 2) { cluster in
+            let users = (0..<200).map { "user\($0)" }
+            let id = try await cluster.conversation("alice", members: users)
+            var clients: [StreamClient] = []
+            for (index, user) in users.enumerated() {
+                let client = try await cluster.connect(user, to: index % 2)
+                try client.send(.subscribe(conversationId: id, afterSeq: nil))
+                clients.append(client)
+            }
+            for client in clients {
+                _ = try await client.next { if case .subscribed = $0 { true } else { false } }
+            }
+            let count = 40
+            async let first: Void = cluster.send(count / 2, to: id, as: "alice", from: 0, prefix: "zero")
+            async let second: Void = cluster.send(count / 2, to: id, as: "alice", from: 1, prefix: "one")
+            _ = try await (first, second)
+            try await withThrowingTaskGroup(of: [Int64].self) { group in
+                for client in clients { group.addTask { try await client.messages(count, timeout: .seconds(60)).map(\.seq) } }
+                for try await seqs in group { #expect(seqs == Array(1...Int64(count))) }
+            }
+            for client in clients {
+                #expect(await client.drain(for: .milliseconds(20)).compactMap(\.newMessage).isEmpty)
+            }
+        }
+    }
+}
+
+extension ServerFrame {
+    var errorCode: APIErrorCode? {
+        if case .error(let code, _, _) = self { code } else { nil }
+    }
+}
