@@ -27,12 +27,15 @@ struct LiveCluster: Sendable {
     var store: ScrollbackStore { instances[0].store }
 
     static func run(
-        instances count: Int = 1, options: LiveOptions = LiveOptions(),
+        instances count: Int = 1, options: LiveOptions = LiveOptions(), logger: Logger? = nil,
         configure: (inout ScrollbackConfiguration) -> Void = { _ in },
         _ test: @escaping @Sendable (LiveCluster) async throws -> Void
     ) async throws {
-        var logger = Logger(label: "scrollback.tests.live")
-        logger.logLevel = .warning
+        let logger = logger ?? {
+            var logger = Logger(label: "scrollback.tests.live")
+            logger.logLevel = .warning
+            return logger
+        }()
         var configuration = TestServer.configuration
         configure(&configuration)
         try await TestDatabase.withSchema { url, schema in

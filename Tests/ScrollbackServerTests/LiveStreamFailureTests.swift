@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import NIOWebSocket
 import ScrollbackModels
 @testable import ScrollbackServer
@@ -203,6 +204,33 @@ import Testing
                 ).collect().map { try $0.decode(String.self) }
             }
             #expect(acked.isSubset(of: Set(stored)), "acknowledged but not stored: \(acked.subtracting(stored))")
+        }
+    }
+
+    /// The periodic line says how many sockets, subscriptions and queued
+    /// frames there are.
+    @Test func liveDeliveryLogsItsSocketsAndSubscriptions() async throws {
+        let log = CapturedLog()
+        let logger = Logger(label: "scrollback.tests.live-statistics") { _ in log.handler(level: .info) }
+        var options = LiveOptions()
+        options.statisticsInterval = .milliseconds(200)
+        try await LiveCluster.run(options: options, logger: logger) { cluster in
+            let id = try await cluster.conversation("alice", members: [])
+            let first = try await cluster.connect("alice")
+            _ = try await cluster.connect("alice")
+            try await cluster.subscribe(first, to: id)
+            let deadline = ContinuousClock.now + .seconds(10)
+            while ContinuousClock.now < deadline {
+                let lines = log.entries.filter { $0.message == "live delivery" }
+                if let last = lines.last, last.metadata["sockets"] == "2" {
+                    #expect(last.metadata["subscriptions"] == "1")
+                    #expect(last.metadata["queued_frames"] == "0")
+                    #expect(last.metadata["closed_too_slow"] == "0")
+                    return
+                }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            Issue.record("no statistics line with both sockets: \(log.entries.map(\.message))")
         }
     }
 
