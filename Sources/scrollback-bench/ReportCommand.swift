@@ -163,6 +163,17 @@ struct Figure: Encodable {
                     value: send.throughput, baselineName: pgbench.map { _ in "pgbench -M prepared, send statement" },
                     baseline: pgbench?.throughput, target: .ratioAtLeast(0.7), runs: [send, pgbench]))
         }
+        // What the change feed's NOTIFY costs PostgreSQL itself.
+        for (name, label) in [("send-random", "random conversations"), ("send-hot", "one hot conversation")] {
+            guard let notifying = runs["pgbench-\(name)"], let silent = runs["pgbench-\(name)-without-notify"] else {
+                continue
+            }
+            figures.append(
+                Figure(
+                    4, "pgbench send statement, \(label)", unit: "req/s", value: notifying.throughput,
+                    baselineName: "the same without pg_notify", baseline: silent.throughput,
+                    runs: [notifying, silent]))
+        }
         if let idleRSSKiB {
             figures.append(
                 Figure(
