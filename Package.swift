@@ -7,6 +7,7 @@ let package = Package(
     products: [
         .library(name: "ScrollbackLayout", targets: ["ScrollbackLayout"]),
         .library(name: "ScrollbackModels", targets: ["ScrollbackModels"]),
+        .library(name: "ScrollbackTimeline", targets: ["ScrollbackTimeline"]),
         .executable(name: "scrollback", targets: ["scrollback"]),
     ],
     dependencies: [
@@ -28,6 +29,8 @@ let package = Package(
         // Pure Swift, no Foundation: an iOS app can depend on it alone.
         .target(name: "ScrollbackLayout"),
         .target(name: "ScrollbackModels"),
+        // Pure state of one conversation's window for an inverted list: no I/O.
+        .target(name: "ScrollbackTimeline", dependencies: ["ScrollbackModels", "ScrollbackLayout"]),
         .target(
             name: "ScrollbackStore",
             dependencies: [
@@ -114,6 +117,10 @@ let package = Package(
             name: "ScrollbackModelsTests",
             dependencies: ["ScrollbackModels", .product(name: "PropertyBased", package: "swift-property-based")],
             resources: [.copy("Fixtures")]
+        ),
+        .testTarget(
+            name: "ScrollbackTimelineTests",
+            dependencies: ["ScrollbackTimeline", .product(name: "PropertyBased", package: "swift-property-based")]
         ),
         .testTarget(
             name: "ScrollbackEmbeddedPostgresTests",

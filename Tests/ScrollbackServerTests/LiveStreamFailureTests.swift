@@ -207,6 +207,24 @@ import Testing
         }
     }
 
+    /// A client that answers no ping (it stopped reading, or its network is
+    /// gone) is found and closed.
+    @Test func aClientThatAnswersNoPingIsClosed() async throws {
+        var options = LiveOptions()
+        options.pingInterval = .milliseconds(500)
+        try await LiveCluster.run(options: options) { cluster in
+            let silent = try await cluster.connect("alice", paused: true)
+            let awake = try await cluster.connect("alice")
+            try await Task.sleep(for: .seconds(3))
+            #expect(await cluster.instances[0].live.hub.openSockets == 1, "the silent socket is still open")
+            try awake.send(.ping)
+            #expect(try await awake.next() == .pong, "a client that reads answers the pings and stays")
+            silent.resume()
+            // Its connection has ended (closed() throws while it is open).
+            _ = try await silent.closed(timeout: .seconds(5))
+        }
+    }
+
     /// The periodic line says how many sockets, subscriptions and queued
     /// frames there are.
     @Test func liveDeliveryLogsItsSocketsAndSubscriptions() async throws {

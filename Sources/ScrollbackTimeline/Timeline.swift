@@ -1,0 +1,366 @@
+import Foundation
+import ScrollbackLayout
+import ScrollbackModels
+
+/// The loaded window of one conversation, newest first (index 0 is the
+/// newest row: the order of an inverted list), as a value that changes only
+/// through `apply(_:)`.
+///
+/// It merges whatever arrives, in whatever order: pages, live messages,
+/// acknowledgements, edits. Rows are deduplicated by seq (a message seen
+/// twice keeps its latest version), a local echo shows until the server's
+/// acknowledgement or the live message with its `client_id` replaces it in
+/// place, and stored messages are always in seq order. Seqs are dense, so a
+/// missing one is a gap the timeline asks to fill; versions are dense, so
+/// the timeline knows when it must catch up on edits. It also lays the rows
+/// out (`ScrollbackLayout`): bottom padding for a short list, the visible
+/// range, when to load older history, and the scroll offset that keeps what
+/// the reader looks at in place when rows are inserted above or below it.
+public struct Timeline: Sendable, Equatable {
+    public let conversationId: UUID
+    /// Newest first.
+    public private(set) var items: [TimelineItem] = []
+    /// Older history exists beyond the oldest loaded message.
+    public private(set) var hasOlder = false
+    /// Whether any page has been loaded.
+    public private(set) var isLoaded = false
+    /// The newest seq the conversation is known to have.
+    public private(set) var lastSeq: Int64 = 0
+    /// Every loaded message is current as of this version (edits and
+    /// deletions up to it are applied).
+    public private(set) var version: Int64 = 0
+    /// The user was removed from the conversation.
+    public private(set) var isRemoved = false
+    /// The scroll offset, from the bottom of the content.
+    public private(set) var scrollOffset: Double = 0
+    public var settings: TimelineLayoutSettings
+
+    private var stored: [Int64: Message] = [:]
+    /// Sends not stored yet, oldest first.
+    private var pending: [TimelineItem] = []
+    /// Rows that began as local echoes keep their ids: seq to client id.
+    private var localIDs: [Int64: String] = [:]
+    private var heights: [TimelineItem.ID: Double] = [:]
+    /// The `before` of a `loadOlder` not answered yet.
+    private var olderRequested: Int64?
+    /// The `after` of each `fillGap` not answered yet.
+    private var gapsRequested: Set<Int64> = []
+    /// The version from which the live stream carries every change; live
+    /// changes move `version` on only once it has been caught up to this.
+    private var liveFrom: Int64?
+    private var catchUpRequested = false
+
+    public init(conversationId: UUID, settings: TimelineLayoutSettings = TimelineLayoutSettings()) {
+        self.conversationId = conversationId
+        self.settings = settings
+    }
+
+    // MARK: Reading
+
+    /// The stored messages, newest first.
+    public var messages: [Message] { items.compactMap(\.message) }
+
+    /// The oldest and newest stored seqs.
+    public var seqRange: ClosedRange<Int64>? {
+        guard let oldest = stored.keys.min(), let newest = stored.keys.max() else { return nil }
+        return oldest...newest
+    }
+
+    /// The seqs missing between the oldest and newest loaded messages.
+    public var gaps: [ClosedRange<Int64>] {
+        let seqs = stored.keys.sorted()
+        var gaps: [ClosedRange<Int64>] = []
+        for (older, newer) in zip(seqs, seqs.dropFirst()) where newer > older + 1 {
+            gaps.append((older + 1)...(newer - 1))
+        }
+        return gaps
+    }
+
+    /// The height each row is laid out with: measured, or estimated.
+    public func height(of item: TimelineItem) -> Double {
+        heights[item.id] ?? settings.estimatedHeight(item)
+    }
+
+    /// The rows laid out in the viewport at the current scroll offset; nil
+    /// only when the heights add up beyond what a Double holds.
+    public var layout: ChatLayout? {
+        try? ChatLayout(layoutInput(scrollOffset: scrollOffset))
+    }
+
+    // MARK: Changing
+
+    /// Applies an action and says how the rows changed, where to scroll, and
+    /// what to fetch next.
+    @discardableResult
+    public mutating func apply(_ action: TimelineAction) -> TimelineUpdate {
+        let before = items
+        let anchor = anchorBeforeChange()
+        var effects: [TimelineEffect] = []
+        switch action {
+        case .pageLoaded(let page):
+            effects += load(page)
+        case .liveMessage(let message):
+            guard belongs(message) else { break }
+            store(message)
+            lastSeq = max(lastSeq, message.seq)
+            advanceLiveVersion(message.version)
+        case .messageUpdated(let message):
+            guard belongs(message) else { break }
+            // Only rows in the window: an edit of an unloaded message is
+            // fetched with its page.
+            if isInWindow(message.seq) { store(message) }
+            advanceLiveVersion(message.version)
+        case .subscribed(let last, let subscribedVersion):
+            liveFrom = subscribedVersion
+            lastSeq = max(lastSeq, last)
+            if isLoaded, !isCaughtUp(to: subscribedVersion) { effects += requestCatchUp() }
+        case .resyncRequired(let last):
+            lastSeq = max(lastSeq, last)
+            effects += requestCatchUp()
+        case .sendStarted(let send):
+            guard !isRemoved, !pending.contains(where: { $0.clientId == send.clientId }) else { break }
+            pending.append(TimelineItem(id: .local(clientId: send.clientId), state: .sending(send)))
+        case .sendAcknowledged(let clientID, let message):
+            resolvePending(clientID, with: message)
+            store(message)
+            lastSeq = max(lastSeq, message.seq)
+        case .sendFailed(let clientID, let reason):
+            if let index = pending.firstIndex(where: { $0.clientId == clientID }),
+                case .sending(let send) = pending[index].state
+            {
+                pending[index].state = .failed(send, reason: reason)
+            }
+        case .sendRetried(let clientID):
+            if let index = pending.firstIndex(where: { $0.clientId == clientID }),
+                case .failed(let send, _) = pending[index].state
+            {
+                pending[index].state = .sending(send)
+            }
+        case .changesApplied(let changes):
+            for message in changes.messages where belongs(message) && isInWindow(message.seq) { store(message) }
+            catchUpRequested = false
+            if changes.hasMore {
+                version = max(version, changes.version)
+                effects += requestCatchUp()
+            } else {
+                version = max(version, changes.version)
+            }
+        case .memberRemoved:
+            isRemoved = true
+            for index in pending.indices {
+                if case .sending(let send) = pending[index].state {
+                    pending[index].state = .failed(send, reason: "You are no longer a member of this conversation.")
+                }
+            }
+        case .heightMeasured(let id, let height):
+            if height.isFinite, height >= 0 { heights[id] = height }
+        case .scrolled(let offset):
+            if offset.isFinite { scrollOffset = max(offset, 0) }
+        case .viewportResized(let height):
+            if height.isFinite, height >= 0 { settings.viewportHeight = height }
+        }
+        rebuild()
+        let isScroll: Bool = if case .scrolled = action { true } else { false }
+        if !isScroll { scrollOffset = offsetKeeping(anchor) }
+        effects += gapRequests()
+        effects += olderRequest()
+        return TimelineUpdate(diff: Self.diff(from: before, to: items, heightsChanged: action), scrollOffset: scrollOffset, effects: effects)
+    }
+
+    // MARK: Merging
+
+    private func belongs(_ message: Message) -> Bool {
+        message.conversationId == conversationId
+    }
+
+    private func isInWindow(_ seq: Int64) -> Bool {
+        guard let range = seqRange else { return false }
+        return range.contains(seq) || (seq > range.upperBound)
+    }
+
+    /// Keeps the newer state of a message seen twice.
+    private mutating func store(_ message: Message) {
+        if let held = stored[message.seq], held.version > message.version { return }
+        stored[message.seq] = message
+        if let clientID = message.clientId,
+            let index = pending.firstIndex(where: {
+                if case .sending(let send) = $0.state { send.clientId == clientID && send.sender == message.sender }
+                else if case .failed(let send, _) = $0.state { send.clientId == clientID && send.sender == message.sender }
+                else { false }
+            })
+        {
+            // The live message of our own send, before its ack: the echo becomes it.
+            localIDs[message.seq] = clientID
+            pending.remove(at: index)
+        }
+    }
+
+    private mutating func resolvePending(_ clientID: String, with message: Message) {
+        if let index = pending.firstIndex(where: { $0.clientId == clientID }) {
+            pending.remove(at: index)
+            localIDs[message.seq] = clientID
+        }
+    }
+
+    private mutating func load(_ page: MessagePage) -> [TimelineEffect] {
+        var effects: [TimelineEffect] = []
+        let pageMessages = page.messages.filter(belongs)
+        let outside = stored.keys.filter { seq in !pageMessages.contains { $0.seq == seq } }
+        let oldestBefore = stored.keys.min()
+        for message in pageMessages { store(message) }
+        lastSeq = max(lastSeq, page.lastSeq)
+        let pageOldest = pageMessages.map(\.seq).min()
+        if let pageOldest {
+            if oldestBefore == nil || pageOldest <= oldestBefore! { hasOlder = page.hasOlder }
+            if let requested = olderRequested, pageOldest < requested { olderRequested = nil }
+        } else if olderRequested != nil {
+            // An empty older page: nothing older.
+            hasOlder = false
+            olderRequested = nil
+        }
+        if pageMessages.isEmpty, !isLoaded { hasOlder = false }
+        for after in gapsRequested where stored[after + 1] != nil { gapsRequested.remove(after) }
+        if !isLoaded || outside.isEmpty {
+            version = max(version, page.version)
+        } else if page.version > version {
+            // The page's rows are current as of its version, the others only
+            // as of ours: catch them up.
+            effects += requestCatchUp()
+        }
+        isLoaded = true
+        return effects
+    }
+
+    private func isCaughtUp(to target: Int64) -> Bool { version >= target }
+
+    private mutating func advanceLiveVersion(_ changeVersion: Int64) {
+        guard let liveFrom, version >= liveFrom else { return }
+        version = max(version, changeVersion)
+    }
+
+    private mutating func requestCatchUp() -> [TimelineEffect] {
+        guard !catchUpRequested, !isRemoved else { return [] }
+        catchUpRequested = true
+        return [.catchUp(sinceVersion: version)]
+    }
+
+    /// A gap inside the window, or between the newest loaded message and
+    /// the newest the conversation is known to have.
+    private mutating func gapRequests() -> [TimelineEffect] {
+        guard !isRemoved, let newest = stored.keys.max() else { return [] }
+        var effects: [TimelineEffect] = []
+        var missing = gaps
+        if lastSeq > newest { missing.append((newest + 1)...lastSeq) }
+        for gap in missing where !gapsRequested.contains(gap.lowerBound - 1) {
+            gapsRequested.insert(gap.lowerBound - 1)
+            effects.append(.fillGap(after: gap.lowerBound - 1, through: gap.upperBound))
+        }
+        return effects
+    }
+
+    /// Older history when the reader nears the top of what is loaded.
+    private mutating func olderRequest() -> [TimelineEffect] {
+        guard !isRemoved, hasOlder, olderRequested == nil, let oldest = stored.keys.min(),
+            let layout, layout.loadOlder || !layout.isScrollable
+        else { return [] }
+        olderRequested = oldest
+        return [.loadOlder(before: oldest)]
+    }
+
+    private mutating func rebuild() {
+        let storedItems = stored.keys.sorted(by: >).map { seq in
+            TimelineItem(id: localIDs[seq].map { .local(clientId: $0) } ?? .seq(seq), state: .stored(stored[seq]!))
+        }
+        items = pending.reversed() + storedItems
+    }
+
+    // MARK: Layout
+
+    private func layoutInput(scrollOffset: Double?) -> LayoutInput {
+        LayoutInput(
+            viewportHeight: settings.viewportHeight, itemHeights: items.map(height(of:)), spacing: settings.spacing,
+            topInset: settings.topInset, bottomInset: settings.bottomInset, scrollOffset: scrollOffset,
+            prefetchThreshold: settings.prefetchThreshold)
+    }
+
+    /// The row at the bottom edge of the viewport and its distance from it;
+    /// nil when the reader is at the bottom (pinned: new rows push history up).
+    private func anchorBeforeChange() -> (id: TimelineItem.ID, distance: Double)? {
+        guard scrollOffset > 0, let layout else { return nil }
+        guard let index = layout.items.firstIndex(where: { $0.topEdgeFromBottom > scrollOffset }) ?? layout.items.indices.last
+        else { return nil }
+        return (items[index].id, layout.items[index].offsetFromBottom - scrollOffset)
+    }
+
+    /// The offset that puts the anchor row where it was.
+    private func offsetKeeping(_ anchor: (id: TimelineItem.ID, distance: Double)?) -> Double {
+        guard let layout = try? ChatLayout(layoutInput(scrollOffset: nil)) else { return scrollOffset }
+        guard let anchor, let index = items.firstIndex(where: { $0.id == anchor.id }) else {
+            return min(scrollOffset, layout.maxScrollOffset)
+        }
+        return min(max(layout.items[index].offsetFromBottom - anchor.distance, 0), layout.maxScrollOffset)
+    }
+
+    // MARK: Diffing
+
+    static func diff(from old: [TimelineItem], to new: [TimelineItem], heightsChanged action: TimelineAction)
+        -> TimelineDiff
+    {
+        let oldIndex = Dictionary(old.enumerated().map { ($1.id, $0) }, uniquingKeysWith: { first, _ in first })
+        let newIDs = Set(new.map(\.id))
+        var diff = TimelineDiff()
+        diff.removed = old.indices.filter { !newIDs.contains(old[$0].id) }
+        var lastOld = -1
+        var moved: Set<TimelineItem.ID> = []
+        for item in new {
+            guard let index = oldIndex[item.id] else { continue }
+            if index < lastOld { moved.insert(item.id) } else { lastOld = index }
+        }
+        diff.removed += moved.compactMap { oldIndex[$0] }
+        diff.removed.sort()
+        let measured: TimelineItem.ID? = if case .heightMeasured(let id, _) = action { id } else { nil }
+        for (index, item) in new.enumerated() {
+            guard let previous = oldIndex[item.id], !moved.contains(item.id) else {
+                diff.inserted.append(index)
+                continue
+            }
+            if old[previous] != item || item.id == measured { diff.updated.append(index) }
+        }
+        return diff
+    }
+}
+
+/// The list's geometry, and the height a row gets before it is measured.
+public struct TimelineLayoutSettings: Sendable, Equatable {
+    public var viewportHeight: Double
+    public var spacing: Double
+    public var topInset: Double
+    public var bottomInset: Double
+    /// How close to the top of the loaded rows (in points) older history is asked for.
+    public var prefetchThreshold: Double
+    /// The estimate for a row not measured yet, from its text.
+    public var metrics: TextMetrics
+    /// The width a row's text is laid out in.
+    public var viewportWidth: Double
+
+    public init(
+        viewportHeight: Double = 640, viewportWidth: Double = 390, spacing: Double = 8, topInset: Double = 0,
+        bottomInset: Double = 0, prefetchThreshold: Double = 800, metrics: TextMetrics = TextMetrics()
+    ) {
+        self.viewportHeight = viewportHeight
+        self.viewportWidth = viewportWidth
+        self.spacing = spacing
+        self.topInset = topInset
+        self.bottomInset = bottomInset
+        self.prefetchThreshold = prefetchThreshold
+        self.metrics = metrics
+    }
+
+    /// A row's estimated height: its text by the metrics (a tombstone is one line).
+    public func estimatedHeight(_ item: TimelineItem) -> Double {
+        let text = item.message?.deleted == true ? "Message deleted" : item.body
+        // Metrics that cannot lay text out (a width below the padding) give one line.
+        return (try? metrics.estimatedHeight(of: text, viewportWidth: viewportWidth))
+            ?? metrics.lineHeight + 2 * metrics.verticalPadding
+    }
+}

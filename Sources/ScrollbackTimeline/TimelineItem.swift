@@ -1,0 +1,69 @@
+import Foundation
+import ScrollbackModels
+
+/// One row of a conversation's timeline: a stored message, or a message this
+/// client is sending (its local echo) until the server acknowledges it.
+public struct TimelineItem: Sendable, Equatable, Identifiable {
+    /// A row's identity for a list's diffing. It stays the same for the whole
+    /// life of the row: a local echo that becomes a stored message keeps its
+    /// `local` id, so the list updates the row in place instead of replacing it.
+    public enum ID: Hashable, Sendable {
+        case seq(Int64)
+        case local(clientId: String)
+    }
+
+    public enum State: Sendable, Equatable {
+        /// Stored by the server.
+        case stored(Message)
+        /// Sent, not acknowledged yet.
+        case sending(PendingSend)
+        /// The send failed; `reason` says why (retry with the same `clientId`).
+        case failed(PendingSend, reason: String)
+    }
+
+    public let id: ID
+    public var state: State
+
+    public init(id: ID, state: State) {
+        self.id = id
+        self.state = state
+    }
+
+    /// The stored message; nil for a local echo.
+    public var message: Message? {
+        if case .stored(let message) = state { message } else { nil }
+    }
+
+    public var seq: Int64? { message?.seq }
+
+    /// The `client_id` of a local echo, or of a stored message sent with one.
+    public var clientId: String? {
+        switch state {
+        case .stored(let message): message.clientId
+        case .sending(let pending), .failed(let pending, _): pending.clientId
+        }
+    }
+
+    /// What the row shows.
+    public var body: String {
+        switch state {
+        case .stored(let message): message.body
+        case .sending(let pending), .failed(let pending, _): pending.body
+        }
+    }
+
+    public var isPending: Bool { message == nil }
+}
+
+/// A message on its way to the server.
+public struct PendingSend: Sendable, Equatable {
+    public var clientId: String
+    public var body: String
+    public var sender: String
+
+    public init(clientId: String, body: String, sender: String) {
+        self.clientId = clientId
+        self.body = body
+        self.sender = sender
+    }
+}

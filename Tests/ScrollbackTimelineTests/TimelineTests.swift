@@ -1,0 +1,257 @@
+import Foundation
+import PropertyBased
+import ScrollbackModels
+import ScrollbackTimeline
+import Testing
+
+/// A conversation's history as the server would serve it.
+struct History {
+    static let id = UUID(uuidString: "6F9619FF-8B86-D011-B42D-00C04FC964FF")!
+    var messages: [Message]
+
+    init(count: Int) {
+        messages = (1...max(count, 1)).prefix(count).map { History.message(seq: Int64($0)) }
+    }
+
+    static func message(seq: Int64, version: Int64? = nil, body: String? = nil, clientId: String? = nil, sender: String = "bob")
+        -> Message
+    {
+        Message(
+            conversationId: id, seq: seq, sender: sender, body: body ?? "message \(seq)", clientId: clientId,
+            createdAt: Date(timeIntervalSince1970: 1_795_325_799 + Double(seq)), version: version ?? seq)
+    }
+
+    var version: Int64 { messages.map(\.version).max() ?? 0 }
+
+    /// The page `GET .../messages?before=` would return, newest first.
+    func page(before: Int64? = nil, limit: Int) -> MessagePage {
+        let older = messages.filter { before == nil || $0.seq < before! }.sorted { $0.seq > $1.seq }
+        let rows = Array(older.prefix(limit))
+        return MessagePage(
+            messages: rows, hasOlder: older.count > limit, hasNewer: before != nil && before! <= messages.count,
+            lastSeq: Int64(messages.count), version: version)
+    }
+
+    /// `?after=`, newest first as every page.
+    func page(after: Int64, limit: Int) -> MessagePage {
+        let newer = messages.filter { $0.seq > after }.sorted { $0.seq < $1.seq }
+        let rows = Array(newer.prefix(limit))
+        return MessagePage(
+            messages: rows.reversed(), hasOlder: after > 0, hasNewer: newer.count > limit,
+            lastSeq: Int64(messages.count), version: version)
+    }
+
+    /// `GET .../changes?since_version=`.
+    func changes(since: Int64) -> ChangeSet {
+        ChangeSet(messages: messages.filter { $0.version > since }.sorted { $0.version < $1.version }, hasMore: false, version: version)
+    }
+}
+
+@Suite struct TimelineTests {
+    @Test func theNewestPageIsNewestFirstAndAShortListGetsBottomPadding() throws {
+        var timeline = Timeline(conversationId: History.id)
+        let update = timeline.apply(.pageLoaded(History(count: 3).page(limit: 50)))
+        #expect(timeline.items.map(\.seq) == [3, 2, 1])
+        #expect(update.diff == TimelineDiff(inserted: [0, 1, 2]))
+        #expect(update.effects.isEmpty, "no older history, nothing missing")
+        let layout = try #require(timeline.layout)
+        #expect(!layout.isScrollable)
+        #expect(layout.bottomPadding == timeline.settings.viewportHeight - layout.contentHeight)
+        #expect(layout.bottomPadding > 0)
+    }
+
+    @Test func aLiveMessageSeenTwiceIsOneRowAndTheNewerVersionWins() {
+        var timeline = Timeline(conversationId: History.id)
+        timeline.apply(.pageLoaded(History(count: 2).page(limit: 50)))
+        timeline.apply(.liveMessage(History.message(seq: 3)))
+        let again = timeline.apply(.liveMessage(History.message(seq: 3)))
+        #expect(again.diff.isEmpty)
+        let edited = History.message(seq: 3, version: 5, body: "edited")
+        let update = timeline.apply(.messageUpdated(edited))
+        #expect(update.diff == TimelineDiff(updated: [0]))
+        timeline.apply(.liveMessage(History.message(seq: 3)))  // a stale copy arriving late
+        #expect(timeline.messages.map(\.body) == ["edited", "message 2", "message 1"])
+    }
+
+    @Test func aLocalEchoShowsUntilTheAckReplacesItInPlace() {
+        var timeline = Timeline(conversationId: History.id)
+        timeline.apply(.pageLoaded(History(count: 2).page(limit: 50)))
+        let started = timeline.apply(.sendStarted(PendingSend(clientId: "c1", body: "hi", sender: "alice")))
+        #expect(started.diff == TimelineDiff(inserted: [0]))
+        #expect(timeline.items[0].isPending && timeline.items[0].id == .local(clientId: "c1"))
+        let acked = timeline.apply(
+            .sendAcknowledged(clientId: "c1", message: History.message(seq: 3, body: "hi", clientId: "c1", sender: "alice")))
+        #expect(acked.diff == TimelineDiff(updated: [0]))
+        #expect(timeline.items[0].id == .local(clientId: "c1") && timeline.items[0].seq == 3)
+        // Its live message, after the ack, changes nothing.
+        #expect(timeline.apply(.liveMessage(History.message(seq: 3, body: "hi", clientId: "c1", sender: "alice"))).diff.isEmpty)
+    }
+
+    @Test func theLiveMessageOfOurOwnSendBeforeItsAckAlsoReplacesTheEcho() {
+        var timeline = Timeline(conversationId: History.id)
+        timeline.apply(.pageLoaded(History(count: 1).page(limit: 50)))
+        timeline.apply(.sendStarted(PendingSend(clientId: "c1", body: "hi", sender: "alice")))
+        let live = timeline.apply(.liveMessage(History.message(seq: 2, body: "hi", clientId: "c1", sender: "alice")))
+        #expect(live.diff == TimelineDiff(updated: [0]))
+        timeline.apply(.sendAcknowledged(clientId: "c1", message: History.message(seq: 2, body: "hi", clientId: "c1", sender: "alice")))
+        #expect(timeline.items.map(\.id) == [.local(clientId: "c1"), .seq(1)])
+    }
+
+    @Test func aFailedSendStaysMarkedAndCanBeRetried() {
+        var timeline = Timeline(conversationId: History.id)
+        timeline.apply(.sendStarted(PendingSend(clientId: "c1", body: "hi", sender: "alice")))
+        timeline.apply(.sendFailed(clientId: "c1", reason: "offline"))
+        #expect(timeline.items.first?.state == .failed(PendingSend(clientId: "c1", body: "hi", sender: "alice"), reason: "offline"))
+        timeline.apply(.sendRetried(clientId: "c1"))
+        #expect(timeline.items.first?.state == .sending(PendingSend(clientId: "c1", body: "hi", sender: "alice")))
+    }
+
+    @Test func aLiveMessageAfterAGapAsksToFillIt() {
+        var timeline = Timeline(conversationId: History.id)
+        timeline.apply(.pageLoaded(History(count: 5).page(limit: 50)))
+        let update = timeline.apply(.liveMessage(History.message(seq: 9)))
+        #expect(update.effects == [.fillGap(after: 5, through: 8)])
+        #expect(timeline.gaps == [6...8])
+        // Asked once: a further live message does not ask again for the same gap.
+        #expect(timeline.apply(.liveMessage(History.message(seq: 10))).effects.isEmpty)
+        timeline.apply(.pageLoaded(History(count: 10).page(after: 5, limit: 50)))
+        #expect(timeline.gaps.isEmpty)
+        #expect(timeline.items.map(\.seq) == (1...10).reversed().map { Int64($0) })
+    }
+
+    @Test func subscribedAheadOfThePageAsksForTheMissingMessagesAndTheEdits() {
+        var timeline = Timeline(conversationId: History.id)
+        timeline.apply(.pageLoaded(History(count: 5).page(limit: 50)))
+        let update = timeline.apply(.subscribed(lastSeq: 8, version: 10))
+        #expect(update.effects == [.catchUp(sinceVersion: 5), .fillGap(after: 5, through: 8)])
+    }
+
+    @Test func scrollingNearTheTopAsksForTheOlderPageOnce() {
+        var timeline = Timeline(conversationId: History.id, settings: TimelineLayoutSettings(viewportHeight: 300, prefetchThreshold: 100))
+        let history = History(count: 200)
+        let first = timeline.apply(.pageLoaded(history.page(limit: 50)))
+        #expect(first.effects.isEmpty, "the newest page fills the screen; the reader is at the bottom")
+        let top = timeline.layout!.maxScrollOffset
+        let near = timeline.apply(.scrolled(offsetFromBottom: top - 50))
+        #expect(near.effects == [.loadOlder(before: 151)])
+        #expect(timeline.apply(.scrolled(offsetFromBottom: top - 40)).effects.isEmpty)
+        let older = timeline.apply(.pageLoaded(history.page(before: 151, limit: 50)))
+        #expect(older.diff.inserted == Array(50..<100), "older rows append at the end: nothing on screen moves")
+        #expect(older.scrollOffset == top - 40)
+    }
+
+    @Test func aReaderScrolledUpKeepsTheSameRowsInViewWhenMessagesArrive() throws {
+        var timeline = Timeline(conversationId: History.id, settings: TimelineLayoutSettings(viewportHeight: 300))
+        timeline.apply(.pageLoaded(History(count: 60).page(limit: 60)))
+        timeline.apply(.scrolled(offsetFromBottom: 500))
+        let before = try #require(timeline.layout)
+        let anchorIndex = try #require(before.visible?.first)
+        let anchorSeq = timeline.items[anchorIndex].seq
+        let distance = before.items[anchorIndex].offsetFromBottom - 500
+        let update = timeline.apply(.liveMessage(History.message(seq: 61, body: "a long new message " + String(repeating: "word ", count: 40))))
+        let after = try #require(timeline.layout)
+        let newIndex = try #require(timeline.items.firstIndex { $0.seq == anchorSeq })
+        #expect(after.items[newIndex].offsetFromBottom - update.scrollOffset == distance)
+        #expect(update.scrollOffset > 500)
+        // A reader at the bottom stays there and sees the new message.
+        timeline.apply(.scrolled(offsetFromBottom: 0))
+        #expect(timeline.apply(.liveMessage(History.message(seq: 62))).scrollOffset == 0)
+    }
+
+    @Test func aDeletionIsAHeightChangeNotARemoval() {
+        var timeline = Timeline(conversationId: History.id)
+        timeline.apply(.pageLoaded(History(count: 3).page(limit: 50)))
+        var tombstone = History.message(seq: 2, version: 4, body: "")
+        tombstone.deleted = true
+        let update = timeline.apply(.messageUpdated(tombstone))
+        #expect(update.diff == TimelineDiff(updated: [1]))
+        #expect(timeline.items.count == 3 && timeline.items[1].message?.deleted == true)
+    }
+
+    @Test func measuredHeightsReplaceEstimates() throws {
+        var timeline = Timeline(conversationId: History.id)
+        timeline.apply(.pageLoaded(History(count: 2).page(limit: 50)))
+        let update = timeline.apply(.heightMeasured(.seq(2), 123))
+        #expect(update.diff == TimelineDiff(updated: [0]))
+        #expect(try #require(timeline.layout).items[0].height == 123)
+    }
+
+    @Test func afterRemovalNothingIsAskedForAndPendingSendsFail() {
+        var timeline = Timeline(conversationId: History.id)
+        timeline.apply(.pageLoaded(History(count: 2).page(limit: 50)))
+        timeline.apply(.sendStarted(PendingSend(clientId: "c1", body: "hi", sender: "alice")))
+        timeline.apply(.memberRemoved)
+        #expect(timeline.isRemoved)
+        if case .failed = timeline.items[0].state {} else { Issue.record("the pending send did not fail") }
+        #expect(timeline.apply(.liveMessage(History.message(seq: 9))).effects.isEmpty)
+    }
+
+    /// Pages, live messages (duplicated, out of order), edits, and the
+    /// catch-ups and gap fills the timeline asks for, interleaved at random:
+    /// the timeline ends with exactly what a fresh fetch of its window gives.
+    @Test(arguments: 0..<60)
+    func anyInterleavingEndsAsAFreshFetch(seed: UInt64) throws {
+        var rng = Xoshiro(seed: (seed, 7, 11, 13))
+        let total = Int.random(in: 20...120, using: &rng)
+        var history = History(count: 0)
+        var timeline = Timeline(conversationId: History.id)
+        var pendingEffects: [TimelineEffect] = []
+        var inFlight: [TimelineAction] = []
+        func deliver(_ action: TimelineAction) {
+            pendingEffects += timeline.apply(action).effects
+        }
+        deliver(.pageLoaded(history.page(limit: 20)))  // the screen opens: an empty conversation
+        // The server's history grows while the client loads and listens.
+        for step in 0..<(total * 3) {
+            switch Int.random(in: 0..<10, using: &rng) {
+            case 0...3 where history.messages.count < total:
+                let message = History.message(seq: Int64(history.messages.count + 1), version: history.version + 1)
+                history.messages.append(message)
+                inFlight.append(.liveMessage(message))
+                if Bool.random(using: &rng) { inFlight.append(.liveMessage(message)) }  // duplicated
+            case 4 where !history.messages.isEmpty:
+                let index = Int.random(in: 0..<history.messages.count, using: &rng)
+                history.messages[index].body = "edited at \(step)"
+                history.messages[index].version = history.version + 1
+                inFlight.append(.messageUpdated(history.messages[index]))
+            case 5:
+                inFlight.append(.pageLoaded(history.page(limit: 20)))
+            case 6:
+                // A live frame lost (a disconnect): only a gap or a catch-up brings it back.
+                if !inFlight.isEmpty { inFlight.remove(at: Int.random(in: 0..<inFlight.count, using: &rng)) }
+            default:
+                break
+            }
+            // Deliver one in-flight action, not necessarily the oldest.
+            if !inFlight.isEmpty, Bool.random(using: &rng) {
+                let index = Int.random(in: 0..<min(inFlight.count, 3), using: &rng)
+                deliver(inFlight.remove(at: index))
+            }
+            // Answer one requested effect from the history as it is now.
+            if !pendingEffects.isEmpty, Bool.random(using: &rng) {
+                deliver(Self.answer(pendingEffects.removeFirst(), from: history))
+            }
+        }
+        for action in inFlight { deliver(action) }
+        // Reconnect: resubscribe, and do what the timeline asks until it asks nothing.
+        deliver(.subscribed(lastSeq: Int64(history.messages.count), version: history.version))
+        var rounds = 0
+        while !pendingEffects.isEmpty, rounds < 1_000 {
+            deliver(Self.answer(pendingEffects.removeFirst(), from: history))
+            rounds += 1
+        }
+        let range = try #require(timeline.seqRange, "seed \(seed): nothing loaded")
+        let fresh = history.messages.filter { range.contains($0.seq) }.sorted { $0.seq > $1.seq }
+        #expect(timeline.messages == fresh, "seed \(seed)")
+        #expect(timeline.gaps.isEmpty)
+        #expect(range.upperBound == Int64(history.messages.count))
+    }
+
+    static func answer(_ effect: TimelineEffect, from history: History) -> TimelineAction {
+        switch effect {
+        case .loadOlder(let before): .pageLoaded(history.page(before: before, limit: 20))
+        case .fillGap(let after, _): .pageLoaded(history.page(after: after, limit: 20))
+        case .catchUp(let since): .changesApplied(history.changes(since: since))
+        }
+    }
+}
