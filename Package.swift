@@ -8,6 +8,9 @@ let package = Package(
         .library(name: "ScrollbackLayout", targets: ["ScrollbackLayout"]),
         .library(name: "ScrollbackModels", targets: ["ScrollbackModels"]),
         .library(name: "ScrollbackTimeline", targets: ["ScrollbackTimeline"]),
+        .library(name: "ScrollbackClient", targets: ["ScrollbackClient"]),
+        // A product of its own, so apps that do not use Combine do not link it.
+        .library(name: "ScrollbackClientCombine", targets: ["ScrollbackClientCombine"]),
         .executable(name: "scrollback", targets: ["scrollback"]),
     ],
     dependencies: [
@@ -24,6 +27,7 @@ let package = Package(
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket.git", from: "2.8.1"),
         .package(url: "https://github.com/hummingbird-project/swift-websocket.git", from: "1.6.2"),
+        .package(url: "https://github.com/OpenCombine/OpenCombine.git", from: "0.14.0"),
     ],
     targets: [
         // Pure Swift, no Foundation: an iOS app can depend on it alone.
@@ -31,6 +35,24 @@ let package = Package(
         .target(name: "ScrollbackModels"),
         // Pure state of one conversation's window for an inverted list: no I/O.
         .target(name: "ScrollbackTimeline", dependencies: ["ScrollbackModels", "ScrollbackLayout"]),
+        // The Swift client kit: HTTP and the live stream. Never the store or the server.
+        .target(
+            name: "ScrollbackClient",
+            dependencies: [
+                "ScrollbackModels", "ScrollbackTimeline", "ScrollbackLayout",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "WSClient", package: "swift-websocket"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
+        // The kit's calls as lazy publishers: Combine on Apple platforms, OpenCombine elsewhere.
+        .target(
+            name: "ScrollbackClientCombine",
+            dependencies: ["ScrollbackClient", .product(name: "OpenCombineShim", package: "OpenCombine")]
+        ),
         .target(
             name: "ScrollbackStore",
             dependencies: [
@@ -71,6 +93,8 @@ let package = Package(
             dependencies: [
                 "ScrollbackServer",
                 "ScrollbackLayout",
+                "ScrollbackClient",
+                "ScrollbackTimeline",
                 "ScrollbackEmbeddedPostgres",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
@@ -102,7 +126,11 @@ let package = Package(
                 "ScrollbackStore",
                 "ScrollbackServer",
                 "ScrollbackEmbeddedPostgres",
+                "ScrollbackModels",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/ScrollbackTestSupport"
         ),
@@ -121,6 +149,21 @@ let package = Package(
         .testTarget(
             name: "ScrollbackTimelineTests",
             dependencies: ["ScrollbackTimeline", .product(name: "PropertyBased", package: "swift-property-based")]
+        ),
+        .testTarget(
+            name: "ScrollbackClientTests",
+            dependencies: [
+                "ScrollbackClient", "ScrollbackTestSupport", "ScrollbackServer",
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ]
+        ),
+        .testTarget(
+            name: "ScrollbackClientCombineTests",
+            dependencies: [
+                "ScrollbackClientCombine", "ScrollbackClient", "ScrollbackTestSupport",
+                .product(name: "OpenCombineShim", package: "OpenCombine"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ]
         ),
         .testTarget(
             name: "ScrollbackEmbeddedPostgresTests",

@@ -105,7 +105,9 @@ public struct EmbeddedPostgres: Sendable {
         let result = try account.run(
             binDirectory + "/pg_ctl",
             ["start", "-D", dataDirectory, "-w", "-t", "60", "-l", dataDirectory + "/scrollback-server.log",
-             "-o", "-p \(port)"])
+             // max_connections on every start, not only as initdb wrote it, so a
+             // changed option takes effect on a cluster made earlier.
+             "-o", "-p \(port) -c max_connections=\(options.maxConnections)"])
         guard result.status == 0 else {
             let log = (try? String(contentsOfFile: dataDirectory + "/scrollback-server.log", encoding: .utf8)) ?? ""
             throw LaunchError(

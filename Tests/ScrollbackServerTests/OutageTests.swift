@@ -42,8 +42,8 @@ import Testing
             stateDirectory: ".scrollback", clusterName: "test-outage-postgres",
             options: .init(durable: false, maxConnections: 50, port: port), logger: logger)
         // A cluster left over from an interrupted run may be on another port.
-        try cluster.stopAnyRunning()
-        let running = try cluster.start()
+        try await offThePool { try cluster.stopAnyRunning() }
+        let running = try await offThePool { try cluster.start() }
         defer { try? cluster.stopAnyRunning() }
         let url = try DatabaseURL(running.url)
         let store = ScrollbackStore(
@@ -71,7 +71,7 @@ import Testing
                 }
                 #expect(try await call(.get, "/readyz").0 == .ok)
 
-                try cluster.stopAnyRunning()
+                try await offThePool { try cluster.stopAnyRunning() }
 
                 // Past the breaker's window, every route still answers 503 at once.
                 let outage = ContinuousClock.now
@@ -91,7 +91,7 @@ import Testing
                 // Requests fail fast: many rounds fit in the window.
                 #expect(rounds >= 5)
 
-                let restarted = try cluster.start()
+                let restarted = try await offThePool { try cluster.start() }
                 #expect(restarted.port == port)
                 var recovered = false
                 for _ in 0..<120 where !recovered {
@@ -122,8 +122,8 @@ import Testing
         let cluster = EmbeddedPostgres(
             stateDirectory: ".scrollback", clusterName: "test-stall-postgres",
             options: .init(durable: false, maxConnections: 20), logger: logger)
-        try cluster.stopAnyRunning()
-        let running = try cluster.start()
+        try await offThePool { try cluster.stopAnyRunning() }
+        let running = try await offThePool { try cluster.start() }
         defer { try? cluster.stopAnyRunning() }
         let url = try DatabaseURL(running.url)
         let store = ScrollbackStore(

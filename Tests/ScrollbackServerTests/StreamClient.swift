@@ -112,7 +112,8 @@ final class StreamClient: Sendable {
         -> ServerFrame
     {
         guard let text = await frames.next(timeout: timeout) else {
-            Issue.record("no frame from the server within \(timeout)", sourceLocation: sourceLocation)
+            let ending = ended.withLockedValue { $0 }.map { "the connection ended: \($0)" } ?? "the connection is open"
+            Issue.record("no frame from the server within \(timeout); \(ending)", sourceLocation: sourceLocation)
             throw StreamClientError.noFrame
         }
         return try ScrollbackJSON.decoder().decode(ServerFrame.self, from: Data(text.utf8))

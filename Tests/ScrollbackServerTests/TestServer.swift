@@ -13,15 +13,10 @@ import Testing
 /// A real Scrollback HTTP server on a loopback port, on a fresh schema of the
 /// test database, with a client that talks to it over TCP.
 struct TestServer {
-    static let secret = "test-secret-for-the-http-suite-" + String(repeating: "0123456789", count: 4)
+    static let secret = LiveCluster.secret
 
     /// A server on a free loopback port, signing with `secret`.
-    static var configuration: ScrollbackConfiguration {
-        var configuration = ScrollbackConfiguration()
-        configuration.port = 0
-        configuration.jwtSecret = secret
-        return configuration
-    }
+    static var configuration: ScrollbackConfiguration { LiveCluster.configuration }
 
     let client: any TestClientProtocol
     let store: ScrollbackStore

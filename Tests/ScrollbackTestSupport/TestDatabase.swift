@@ -27,7 +27,7 @@ public enum TestDatabase {
         }
         let launcher = EmbeddedPostgres(
             stateDirectory: ".scrollback", clusterName: "test-postgres",
-            options: .init(durable: false, maxConnections: 300), logger: logger)
+            options: .init(durable: false, maxConnections: 500), logger: logger)
         return Result {
             let running = try launcher.start()
             EmbeddedClusterStopper.register(launcher, running)

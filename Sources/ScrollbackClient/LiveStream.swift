@@ -1,0 +1,215 @@
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import ScrollbackModels
+import WSClient
+
+/// What the live stream of one conversation delivers.
+public enum LiveEvent: Sendable, Equatable {
+    /// A new message. Across disconnects every message arrives exactly once,
+    /// in seq order: missed ones are fetched over HTTP before later ones.
+    case message(Message)
+    /// An edit or deletion of a message delivered earlier (or of the history
+    /// before it), carrying the message's new version. After a reconnect the
+    /// changes made while away arrive as these too.
+    case updated(Message)
+    case read(userId: String, seq: Int64)
+    case typing(userId: String)
+    /// The socket is subscribed and caught up (after each reconnect too).
+    case connected(lastSeq: Int64)
+    /// The socket was lost; the stream reconnects by itself.
+    case disconnected(reason: String)
+    /// The user was removed from the conversation; the stream ends.
+    case memberRemoved
+}
+
+extension ScrollbackClient {
+    /// The live events of a conversation, from after `seq` (nil: from now),
+    /// reconnecting with backoff and jitter until the sequence is dropped or
+    /// the task is cancelled. It ends with an error only for a conversation
+    /// the user cannot see, or a token the server refuses.
+    public func live(conversation id: UUID, after seq: Int64? = nil) -> AsyncThrowingStream<LiveEvent, any Error> {
+        AsyncThrowingStream { continuation in
+            let task = Task {
+                var state = LiveState(lastSeq: seq)
+                do {
+                    try await runLive(id, state: &state, emit: { continuation.yield($0) })
+                    continuation.finish()
+                } catch {
+                    continuation.finish(throwing: error)
+                }
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+
+    /// Where a live stream stands, kept across reconnects.
+    struct LiveState: Sendable {
+        /// The last message delivered.
+        var lastSeq: Int64?
+        /// The version of the last `subscribed`: changes after it that were
+        /// not seen live are fetched after a reconnect.
+        var subscribedVersion: Int64?
+        /// The highest version delivered while connected.
+        var seenVersion: Int64 = 0
+        var failures = 0
+        var ended = false
+    }
+
+    private func runLive(_ id: UUID, state: inout LiveState, emit: @escaping @Sendable (LiveEvent) -> Void) async throws {
+        var logger = Logger(label: "scrollback.client.live")
+        logger.logLevel = .critical
+        let url = (baseURL.hasPrefix("https") ? "wss" : "ws") + baseURL.drop { $0 != ":" } + "/v1/stream"
+        while !Task.isCancelled, !state.ended {
+            let bearer: String
+            do {
+                bearer = try await token()
+            } catch {
+                throw ScrollbackError.unauthorized(message: "The token provider failed: \(error)")
+            }
+            let box = StateBox(state)
+            do {
+                let close = try await WebSocketClient.connect(
+                    url: url,
+                    configuration: .init(
+                        maxFrameSize: APILimits.maxStreamFrameBytes * 4, additionalHeaders: [.authorization: "Bearer \(bearer)"],
+                        closeTimeout: .seconds(5), autoPing: .enabled(timePeriod: .seconds(30))),
+                    logger: logger
+                ) { inbound, outbound, _ in
+                    let after = box.value.lastSeq
+                    let subscribe = try ScrollbackJSON.encoder().encode(ClientFrame.subscribe(conversationId: id, afterSeq: after))
+                    try await outbound.write(.text(String(decoding: subscribe, as: UTF8.self)))
+                    for try await message in inbound.messages(maxSize: APILimits.maxStreamFrameBytes * 4) {
+                        guard case .text(let text) = message,
+                            let frame = try? ScrollbackJSON.decoder().decode(ServerFrame.self, from: Data(text.utf8))
+                        else { continue }
+                        var current = box.value
+                        try await handle(frame, in: id, state: &current, emit: emit)
+                        box.value = current
+                        if current.ended { return }
+                    }
+                }
+                state = box.value
+                if let close, close.closeCode == .unknown(UInt16(StreamCloseCode.unauthorized)) {
+                    // The token expired: a fresh one from the provider on the next connection.
+                    state.failures = 0
+                }
+                if !state.ended { emit(.disconnected(reason: close?.reason ?? "connection closed")) }
+            } catch let error as ScrollbackError {
+                state = box.value
+                switch error {
+                case .notFound, .forbidden: throw error
+                default: emit(.disconnected(reason: error.localizedDescription))
+                }
+            } catch {
+                state = box.value
+                emit(.disconnected(reason: "\(error)"))
+            }
+            guard !state.ended else { return }
+            state.failures += 1
+            try? await Task.sleep(for: retry.delay(afterFailure: state.failures))
+        }
+    }
+
+    private func handle(
+        _ frame: ServerFrame, in id: UUID, state: inout LiveState, emit: @Sendable (LiveEvent) -> Void
+    ) async throws {
+        switch frame {
+        case .subscribed(_, let lastSeq, let version):
+            state.failures = 0
+            // Missed messages come from the backlog (or resync_required);
+            // missed edits of messages held before come from the change log.
+            if let since = state.subscribedVersion, since < version {
+                try await catchUpChanges(id, since: since, through: state.lastSeq ?? lastSeq, state: &state, emit: emit)
+            }
+            state.subscribedVersion = version
+            if state.lastSeq == nil { state.lastSeq = lastSeq }
+            emit(.connected(lastSeq: lastSeq))
+        case .message(let message):
+            try await deliver(message, in: id, state: &state, emit: emit)
+        case .messageUpdated(let message):
+            state.seenVersion = max(state.seenVersion, message.version)
+            if let last = state.lastSeq, message.seq <= last { emit(.updated(message)) }
+        case .read(_, let user, let seq):
+            emit(.read(userId: user, seq: seq))
+        case .typing(_, let user):
+            emit(.typing(userId: user))
+        case .memberRemoved:
+            state.ended = true
+            emit(.memberRemoved)
+        case .resyncRequired(_, let lastSeq):
+            try await fill(id, through: lastSeq, state: &state, emit: emit)
+        case .error(let code, let message, _):
+            if code == .conversationNotFound { throw ScrollbackError.notFound(code: code, message: message) }
+            if code == .unauthorized { throw ScrollbackError.unauthorized(message: message) }
+        case .ack, .pong:
+            break
+        }
+    }
+
+    /// Delivers a message in seq order: a gap before it is filled over HTTP first.
+    private func deliver(
+        _ message: Message, in id: UUID, state: inout LiveState, emit: @Sendable (LiveEvent) -> Void
+    ) async throws {
+        state.seenVersion = max(state.seenVersion, message.version)
+        if let last = state.lastSeq {
+            guard message.seq > last else { return }
+            if message.seq > last + 1 { try await fill(id, through: message.seq - 1, state: &state, emit: emit) }
+        }
+        emit(.message(message))
+        state.lastSeq = message.seq
+    }
+
+    /// Pages over HTTP from the last delivered seq up to `through`.
+    private func fill(
+        _ id: UUID, through: Int64, state: inout LiveState, emit: @Sendable (LiveEvent) -> Void
+    ) async throws {
+        while let last = state.lastSeq, last < through {
+            let page = try await retrying { () async throws(ScrollbackError) in
+                try await self.page(of: id, .after(last), limit: APILimits.pageLimit.upperBound)
+            }
+            let newer = page.messages.filter { $0.seq > last && $0.seq <= through }.sorted { $0.seq < $1.seq }
+            guard !newer.isEmpty else { return }
+            for message in newer {
+                emit(.message(message))
+                state.lastSeq = message.seq
+                state.seenVersion = max(state.seenVersion, message.version)
+            }
+        }
+    }
+
+    /// The edits and deletions made while away to messages already delivered.
+    private func catchUpChanges(
+        _ id: UUID, since: Int64, through: Int64, state: inout LiveState, emit: @Sendable (LiveEvent) -> Void
+    ) async throws {
+        var version = since
+        while true {
+            let from = version
+            let changes = try await retrying { () async throws(ScrollbackError) in
+                try await self.changes(in: id, since: from, limit: APILimits.changesLimit.upperBound)
+            }
+            for message in changes.messages where message.seq <= through && message.version > state.seenVersion {
+                emit(.updated(message))
+            }
+            state.seenVersion = max(state.seenVersion, changes.version)
+            guard changes.hasMore, changes.version > version else { return }
+            version = changes.version
+        }
+    }
+}
+
+/// The live state shared with the socket's handler closure, which the
+/// WebSocket client runs as a `@Sendable` function.
+private final class StateBox: Sendable {
+    private let state: NIOLockedValueBox<ScrollbackClient.LiveState>
+
+    init(_ state: ScrollbackClient.LiveState) {
+        self.state = NIOLockedValueBox(state)
+    }
+
+    var value: ScrollbackClient.LiveState {
+        get { state.withLockedValue { $0 } }
+        set { state.withLockedValue { $0 = newValue } }
+    }
+}

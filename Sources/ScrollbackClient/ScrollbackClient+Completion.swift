@@ -1,0 +1,114 @@
+import Foundation
+import ScrollbackModels
+
+/// Every call with a completion handler, for code that does not use
+/// async/await. Each starts its request at once and calls `completion`
+/// exactly once, on an arbitrary thread, with the value or the
+/// `ScrollbackError`; the returned task cancels it.
+extension ScrollbackClient {
+    public typealias Completion<Value> = @Sendable (Result<Value, ScrollbackError>) -> Void
+
+    @discardableResult
+    public func createConversation(
+        title: String? = nil, members: [String] = [], completion: @escaping Completion<Conversation>
+    ) -> Task<Void, Never> {
+        complete(completion) { () async throws(ScrollbackError) in
+            try await createConversation(title: title, members: members)
+        }
+    }
+
+    @discardableResult
+    public func conversation(_ id: UUID, completion: @escaping Completion<Conversation>) -> Task<Void, Never> {
+        complete(completion) { () async throws(ScrollbackError) in try await conversation(id) }
+    }
+
+    @discardableResult
+    public func conversations(
+        limit: Int? = nil, cursor: String? = nil, completion: @escaping Completion<ConversationList>
+    ) -> Task<Void, Never> {
+        complete(completion) { () async throws(ScrollbackError) in try await conversations(limit: limit, cursor: cursor) }
+    }
+
+    @discardableResult
+    public func addMember(_ user: String, to id: UUID, completion: @escaping Completion<Conversation>) -> Task<Void, Never>
+    {
+        complete(completion) { () async throws(ScrollbackError) in try await addMember(user, to: id) }
+    }
+
+    @discardableResult
+    public func removeMember(_ user: String, from id: UUID, completion: @escaping Completion<Void>) -> Task<Void, Never> {
+        complete(completion) { () async throws(ScrollbackError) in try await removeMember(user, from: id) }
+    }
+
+    @discardableResult
+    public func send(
+        _ body: String, to id: UUID, clientId: String? = nil, completion: @escaping Completion<SendResult>
+    ) -> Task<Void, Never> {
+        complete(completion) { () async throws(ScrollbackError) in try await send(body, to: id, clientId: clientId) }
+    }
+
+    @discardableResult
+    public func page(
+        of id: UUID, _ anchor: PageAnchor = .newest, limit: Int? = nil, completion: @escaping Completion<MessagePage>
+    ) -> Task<Void, Never> {
+        complete(completion) { () async throws(ScrollbackError) in try await page(of: id, anchor, limit: limit) }
+    }
+
+    @discardableResult
+    public func edit(_ seq: Int64, in id: UUID, body: String, completion: @escaping Completion<Message>)
+        -> Task<Void, Never>
+    {
+        complete(completion) { () async throws(ScrollbackError) in try await edit(seq, in: id, body: body) }
+    }
+
+    @discardableResult
+    public func delete(_ seq: Int64, in id: UUID, completion: @escaping Completion<Message>) -> Task<Void, Never> {
+        complete(completion) { () async throws(ScrollbackError) in try await delete(seq, in: id) }
+    }
+
+    @discardableResult
+    public func markRead(_ seq: Int64, in id: UUID, completion: @escaping Completion<ReadMarker>) -> Task<Void, Never> {
+        complete(completion) { () async throws(ScrollbackError) in try await markRead(seq, in: id) }
+    }
+
+    @discardableResult
+    public func changes(
+        in id: UUID, since version: Int64, limit: Int? = nil, completion: @escaping Completion<ChangeSet>
+    ) -> Task<Void, Never> {
+        complete(completion) { () async throws(ScrollbackError) in try await changes(in: id, since: version, limit: limit) }
+    }
+
+    @discardableResult
+    public func layout(_ request: LayoutRequest, completion: @escaping Completion<LayoutResponse>) -> Task<Void, Never> {
+        complete(completion) { () async throws(ScrollbackError) in try await layout(request) }
+    }
+
+    /// Live events, each handed to `onEvent`; `onEnd` once when the stream
+    /// ends (nil: it ended normally, after `memberRemoved` or cancellation).
+    @discardableResult
+    public func live(
+        conversation id: UUID, after seq: Int64? = nil, onEvent: @escaping @Sendable (LiveEvent) -> Void,
+        onEnd: @escaping @Sendable ((any Error)?) -> Void
+    ) -> Task<Void, Never> {
+        Task {
+            do {
+                for try await event in live(conversation: id, after: seq) { onEvent(event) }
+                onEnd(nil)
+            } catch {
+                onEnd(error)
+            }
+        }
+    }
+
+    private func complete<Value>(
+        _ completion: @escaping Completion<Value>, _ operation: @escaping @Sendable () async throws(ScrollbackError) -> Value
+    ) -> Task<Void, Never> {
+        Task {
+            do throws(ScrollbackError) {
+                completion(.success(try await operation()))
+            } catch {
+                completion(.failure(error))
+            }
+        }
+    }
+}

@@ -1,0 +1,264 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+import ScrollbackModels
+
+/// A client of one Scrollback service: every call of its HTTP API, typed
+/// with the shared models, and the live stream (`live(conversation:after:)`).
+///
+/// Tokens come from `token`, asked before every request, so an app can
+/// refresh them. Sends cannot duplicate: each carries a `client_id` (made
+/// when none is given) and is retried with it after a transport failure or a
+/// 503, with bounded exponential backoff and jitter, so a send whose answer
+/// was lost is stored once and its result says whether it was stored by
+/// this call or before.
+public struct ScrollbackClient: Sendable {
+    /// The service's address, such as `http://127.0.0.1:8080`.
+    public let baseURL: String
+    let token: @Sendable () async throws -> String
+    let http: HTTPClient
+    public var retry: RetryPolicy
+    /// How long one request may take.
+    public var timeout: Duration
+
+    public init(
+        baseURL: String, http: HTTPClient = .shared, retry: RetryPolicy = RetryPolicy(),
+        timeout: Duration = .seconds(30), token: @escaping @Sendable () async throws -> String
+    ) {
+        var base = baseURL
+        while base.hasSuffix("/") { base.removeLast() }
+        self.baseURL = base
+        self.http = http
+        self.retry = retry
+        self.timeout = timeout
+        self.token = token
+    }
+
+    // MARK: Conversations
+
+    public func createConversation(title: String? = nil, members: [String] = []) async throws(ScrollbackError)
+        -> Conversation
+    {
+        try await call(.POST, "/v1/conversations", body: CreateConversationRequest(title: title, members: members))
+    }
+
+    public func conversation(_ id: UUID) async throws(ScrollbackError) -> Conversation {
+        try await call(.GET, "/v1/conversations/\(id.wire)")
+    }
+
+    /// The caller's conversations, most recently active first; pass the
+    /// previous page's `nextCursor` for the next.
+    public func conversations(limit: Int? = nil, cursor: String? = nil) async throws(ScrollbackError)
+        -> ConversationList
+    {
+        try await call(
+            .GET, "/v1/conversations", query: [("limit", limit.map(String.init)), ("cursor", cursor)])
+    }
+
+    public func addMember(_ user: String, to id: UUID) async throws(ScrollbackError) -> Conversation {
+        try await call(.POST, "/v1/conversations/\(id.wire)/members", body: AddMemberRequest(userId: user))
+    }
+
+    public func removeMember(_ user: String, from id: UUID) async throws(ScrollbackError) {
+        let _: Empty = try await call(.DELETE, "/v1/conversations/\(id.wire)/members/\(user.pathEscaped)")
+    }
+
+    // MARK: Messages
+
+    /// A send's outcome: the stored message, and whether it was stored
+    /// before this call (a retry of a send that had reached the server).
+    public struct SendResult: Sendable, Equatable {
+        public var message: Message
+        public var replayed: Bool
+    }
+
+    /// Sends a message that cannot be stored twice, retried with the same
+    /// `clientId` while the answer is missing or says "later".
+    public func send(_ body: String, to id: UUID, clientId: String? = nil) async throws(ScrollbackError) -> SendResult
+    {
+        let request = SendMessageRequest(body: body, clientId: clientId ?? UUID().uuidString.lowercased())
+        let reply = try await retrying { () async throws(ScrollbackError) in
+            try await self.exchange(.POST, "/v1/conversations/\(id.wire)/messages", body: request)
+        }
+        let envelope: MessageEnvelope = try Self.decode(reply.body)
+        return SendResult(message: envelope.message, replayed: reply.status == 200)
+    }
+
+    /// Where a page of history is anchored.
+    public enum PageAnchor: Sendable, Equatable {
+        case newest
+        case before(Int64)
+        case after(Int64)
+        case around(Int64)
+        case aroundTime(Date)
+    }
+
+    /// A page of history, newest first.
+    public func page(of id: UUID, _ anchor: PageAnchor = .newest, limit: Int? = nil) async throws(ScrollbackError)
+        -> MessagePage
+    {
+        var query: [(String, String?)] = [("limit", limit.map(String.init))]
+        switch anchor {
+        case .newest: break
+        case .before(let seq): query.append(("before", String(seq)))
+        case .after(let seq): query.append(("after", String(seq)))
+        case .around(let seq): query.append(("around", String(seq)))
+        case .aroundTime(let date): query.append(("around_time", ScrollbackJSON.formatTimestamp(date)))
+        }
+        return try await call(.GET, "/v1/conversations/\(id.wire)/messages", query: query)
+    }
+
+    public func edit(_ seq: Int64, in id: UUID, body: String) async throws(ScrollbackError) -> Message {
+        let envelope: MessageEnvelope = try await call(
+            .PATCH, "/v1/conversations/\(id.wire)/messages/\(seq)", body: EditMessageRequest(body: body))
+        return envelope.message
+    }
+
+    public func delete(_ seq: Int64, in id: UUID) async throws(ScrollbackError) -> Message {
+        let envelope: MessageEnvelope = try await call(.DELETE, "/v1/conversations/\(id.wire)/messages/\(seq)")
+        return envelope.message
+    }
+
+    public func markRead(_ seq: Int64, in id: UUID) async throws(ScrollbackError) -> ReadMarker {
+        try await call(.PUT, "/v1/conversations/\(id.wire)/read", body: ReadMarkerRequest(seq: seq))
+    }
+
+    /// What was created, edited or deleted after `version`.
+    public func changes(in id: UUID, since version: Int64, limit: Int? = nil) async throws(ScrollbackError)
+        -> ChangeSet
+    {
+        try await call(
+            .GET, "/v1/conversations/\(id.wire)/changes",
+            query: [("since_version", String(version)), ("limit", limit.map(String.init))])
+    }
+
+    /// The layout calculator of the service (the same as `ScrollbackLayout` locally).
+    public func layout(_ request: LayoutRequest) async throws(ScrollbackError) -> LayoutResponse {
+        try await call(.POST, "/v1/layout", body: request)
+    }
+
+    // MARK: Transport
+
+    struct Reply: Sendable {
+        var status: Int
+        var body: Data
+    }
+
+    private struct Empty: Decodable {}
+
+    func call<Value: Decodable>(
+        _ method: HTTPMethod, _ path: String, query: [(String, String?)] = [], body: (some Encodable & Sendable)? = Never?.none
+    ) async throws(ScrollbackError) -> Value {
+        let reply = try await exchange(method, path, query: query, body: body)
+        if Value.self == Empty.self { return Empty() as! Value }
+        return try Self.decode(reply.body)
+    }
+
+    /// One request; a non-2xx answer is thrown as its `ScrollbackError`.
+    func exchange(
+        _ method: HTTPMethod, _ path: String, query: [(String, String?)] = [], body: (some Encodable & Sendable)? = Never?.none
+    ) async throws(ScrollbackError) -> Reply {
+        var url = baseURL + path
+        let items = query.compactMap { name, value in value.map { "\(name)=\($0.queryEscaped)" } }
+        if !items.isEmpty { url += "?" + items.joined(separator: "&") }
+        var request = HTTPClientRequest(url: url)
+        request.method = method
+        let bearer: String
+        do {
+            bearer = try await token()
+        } catch {
+            throw .unauthorized(message: "The token provider failed: \(error)")
+        }
+        request.headers.add(name: "Authorization", value: "Bearer \(bearer)")
+        if let body {
+            let data: Data
+            do {
+                data = try ScrollbackJSON.encoder().encode(body)
+            } catch {
+                throw .invalidInput(code: .invalidJSON, message: "The request could not be encoded: \(error)")
+            }
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(ByteBuffer(bytes: data))
+        }
+        do {
+            let response = try await http.execute(request, timeout: TimeAmount(timeout))
+            let bytes = try await response.body.collect(upTo: 64 << 20)
+            let data = Data(bytes.readableBytesView)
+            guard (200..<300).contains(Int(response.status.code)) else {
+                throw ScrollbackError(
+                    status: Int(response.status.code), body: data, retryAfter: response.headers.first(name: "Retry-After"))
+            }
+            return Reply(status: Int(response.status.code), body: data)
+        } catch let error as ScrollbackError {
+            throw error
+        } catch {
+            throw .transport(message: "\(method) \(path): \(error)")
+        }
+    }
+
+    /// Runs `attempt` until it succeeds, fails for good, or the policy's
+    /// attempts are spent; waits between attempts as the policy says (at
+    /// least what a `Retry-After` asked for).
+    func retrying<Value>(_ attempt: () async throws(ScrollbackError) -> Value) async throws(ScrollbackError) -> Value {
+        var failures = 0
+        while true {
+            do {
+                return try await attempt()
+            } catch {
+                failures += 1
+                guard error.isRetryable, failures < retry.maxAttempts else { throw error }
+                var delay = retry.delay(afterFailure: failures)
+                if case .unavailable(_, let after?, _) = error { delay = max(delay, .milliseconds(Int(after * 1000))) }
+                if case .rateLimited(let after?, _) = error { delay = max(delay, .milliseconds(Int(after * 1000))) }
+                do {
+                    try await Task.sleep(for: delay)
+                } catch {
+                    throw .transport(message: "Cancelled while waiting to retry.")
+                }
+            }
+        }
+    }
+
+    static func decode<Value: Decodable>(_ data: Data) throws(ScrollbackError) -> Value {
+        do {
+            return try ScrollbackJSON.decoder().decode(Value.self, from: data)
+        } catch {
+            throw .undecodable(message: "The answer is not a \(Value.self): \(error)")
+        }
+    }
+}
+
+/// Bounded exponential backoff with jitter.
+public struct RetryPolicy: Sendable, Equatable {
+    /// Attempts in all, the first included.
+    public var maxAttempts: Int
+    public var initialDelay: Duration
+    public var maxDelay: Duration
+
+    public init(maxAttempts: Int = 6, initialDelay: Duration = .milliseconds(100), maxDelay: Duration = .seconds(5)) {
+        self.maxAttempts = max(1, maxAttempts)
+        self.initialDelay = initialDelay
+        self.maxDelay = maxDelay
+    }
+
+    /// The wait after the `failures`-th failure: the initial delay doubled
+    /// each time up to the maximum, then a random half to all of it, so
+    /// clients that failed together do not retry together.
+    public func delay(afterFailure failures: Int) -> Duration {
+        let doubled = initialDelay * (1 << min(max(failures - 1, 0), 20))
+        let capped = min(doubled, maxDelay)
+        return capped * Double.random(in: 0.5...1)
+    }
+}
+
+extension UUID {
+    var wire: String { uuidString.lowercased() }
+}
+
+extension String {
+    var pathEscaped: String { addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(["/"])) ?? self }
+    var queryEscaped: String {
+        addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(["-", "_", ".", "~"])) ?? self
+    }
+}

@@ -1,0 +1,140 @@
+import Foundation
+import OpenCombineShim
+import ScrollbackClient
+import ScrollbackModels
+
+/// Every call of the kit as a publisher (Combine on Apple platforms,
+/// OpenCombine elsewhere). Each is lazy: nothing is sent until a subscriber
+/// arrives, and every subscription sends the request again (`Deferred {
+/// Future }`), so `retry(_:)` re-runs it.
+extension ScrollbackClient {
+    public var publishers: Publishers { Publishers(client: self) }
+
+    public struct Publishers: Sendable {
+        let client: ScrollbackClient
+
+        public func createConversation(title: String? = nil, members: [String] = [])
+            -> AnyPublisher<Conversation, ScrollbackError>
+        {
+            deferred { () async throws(ScrollbackError) in try await client.createConversation(title: title, members: members) }
+        }
+
+        public func conversation(_ id: UUID) -> AnyPublisher<Conversation, ScrollbackError> {
+            deferred { () async throws(ScrollbackError) in try await client.conversation(id) }
+        }
+
+        public func conversations(limit: Int? = nil, cursor: String? = nil)
+            -> AnyPublisher<ConversationList, ScrollbackError>
+        {
+            deferred { () async throws(ScrollbackError) in try await client.conversations(limit: limit, cursor: cursor) }
+        }
+
+        public func addMember(_ user: String, to id: UUID) -> AnyPublisher<Conversation, ScrollbackError> {
+            deferred { () async throws(ScrollbackError) in try await client.addMember(user, to: id) }
+        }
+
+        public func removeMember(_ user: String, from id: UUID) -> AnyPublisher<Void, ScrollbackError> {
+            deferred { () async throws(ScrollbackError) in try await client.removeMember(user, from: id) }
+        }
+
+        public func send(_ body: String, to id: UUID, clientId: String? = nil)
+            -> AnyPublisher<ScrollbackClient.SendResult, ScrollbackError>
+        {
+            // One client_id for every subscription: a re-subscription after a
+            // failure is a retry of the same message, never a second one.
+            let clientId = clientId ?? UUID().uuidString.lowercased()
+            return deferred { () async throws(ScrollbackError) in try await client.send(body, to: id, clientId: clientId) }
+        }
+
+        public func page(of id: UUID, _ anchor: ScrollbackClient.PageAnchor = .newest, limit: Int? = nil)
+            -> AnyPublisher<MessagePage, ScrollbackError>
+        {
+            deferred { () async throws(ScrollbackError) in try await client.page(of: id, anchor, limit: limit) }
+        }
+
+        public func edit(_ seq: Int64, in id: UUID, body: String) -> AnyPublisher<Message, ScrollbackError> {
+            deferred { () async throws(ScrollbackError) in try await client.edit(seq, in: id, body: body) }
+        }
+
+        public func delete(_ seq: Int64, in id: UUID) -> AnyPublisher<Message, ScrollbackError> {
+            deferred { () async throws(ScrollbackError) in try await client.delete(seq, in: id) }
+        }
+
+        public func markRead(_ seq: Int64, in id: UUID) -> AnyPublisher<ReadMarker, ScrollbackError> {
+            deferred { () async throws(ScrollbackError) in try await client.markRead(seq, in: id) }
+        }
+
+        public func changes(in id: UUID, since version: Int64, limit: Int? = nil)
+            -> AnyPublisher<ChangeSet, ScrollbackError>
+        {
+            deferred { () async throws(ScrollbackError) in try await client.changes(in: id, since: version, limit: limit) }
+        }
+
+        public func layout(_ request: LayoutRequest) -> AnyPublisher<LayoutResponse, ScrollbackError> {
+            deferred { () async throws(ScrollbackError) in try await client.layout(request) }
+        }
+
+        /// Live events; the socket opens on subscription and closes on cancel.
+        public func live(conversation id: UUID, after seq: Int64? = nil) -> AnyPublisher<LiveEvent, any Error> {
+            Deferred { () -> AnyPublisher<LiveEvent, any Error> in
+                let subject = SubjectBox(PassthroughSubject<LiveEvent, any Error>())
+                let box = TaskBox()
+                return subject.subject.handleEvents(
+                    receiveSubscription: { _ in
+                        box.task = client.live(conversation: id, after: seq, onEvent: { subject.subject.send($0) }) {
+                            error in
+                            if let error {
+                                subject.subject.send(completion: .failure(error))
+                            } else {
+                                subject.subject.send(completion: .finished)
+                            }
+                        }
+                    },
+                    receiveCancel: { box.task?.cancel() }
+                ).eraseToAnyPublisher()
+            }.eraseToAnyPublisher()
+        }
+
+        private func deferred<Value>(_ operation: @escaping @Sendable () async throws(ScrollbackError) -> Value)
+            -> AnyPublisher<Value, ScrollbackError>
+        {
+            Deferred {
+                Future { promise in
+                    let fulfil = UncheckedPromise(promise)
+                    Task {
+                        do throws(ScrollbackError) {
+                            fulfil(.success(try await operation()))
+                        } catch {
+                            fulfil(.failure(error))
+                        }
+                    }
+                }
+            }.eraseToAnyPublisher()
+        }
+    }
+}
+
+/// The task of a live publisher's subscription.
+// Unchecked: `task` is set once in receiveSubscription, before any cancel can
+// arrive for that subscription, and read in receiveCancel; Combine delivers
+// both on the subscribing thread in that order.
+private final class TaskBox: @unchecked Sendable {
+    var task: Task<Void, Never>?
+}
+
+/// The subject a live publisher forwards the kit's events to.
+// Unchecked: a PassthroughSubject may be sent to from any thread (Combine and
+// OpenCombine serialize it under its own lock); it is only not marked Sendable.
+private final class SubjectBox: @unchecked Sendable {
+    let subject: PassthroughSubject<LiveEvent, any Error>
+    init(_ subject: PassthroughSubject<LiveEvent, any Error>) { self.subject = subject }
+}
+
+/// A Future's promise carried into a task.
+// Unchecked: a Future's promise may be called from any thread; Future
+// serializes it under its own lock. It is called once.
+private struct UncheckedPromise<Value, Failure: Error>: @unchecked Sendable {
+    let promise: (Result<Value, Failure>) -> Void
+    init(_ promise: @escaping (Result<Value, Failure>) -> Void) { self.promise = promise }
+    func callAsFunction(_ result: Result<Value, Failure>) { promise(result) }
+}

@@ -1,0 +1,114 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A TCP proxy on loopback in front of a server, that can lose answers: with
+/// `loseNextAnswer()` the next bytes coming back from the server are dropped
+/// and the connection closed (the request reached the server, the client
+/// never hears of it); `cutAll()` closes every connection at once.
+// Unchecked: every mutable field is read and written only under `lock`; the
+// sockets are plain file descriptors used by the threads that own them.
+final class CuttingProxy: @unchecked Sendable {
+    let port: Int
+    private let upstreamPort: Int
+    private let listener: Int32
+    private let lock = NSLock()
+    private var loseNext = false
+    private var open: Set<Int32> = []
+    private var stopped = false
+
+    init(upstreamPort: Int) throws {
+        self.upstreamPort = upstreamPort
+        let listening = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var yes: Int32 = 1
+        setsockopt(listening, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
+        var address = Self.loopback(port: 0)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listening, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0, listen(listening, 64) == 0 else { throw ProxyError.cannotListen }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listening, $0, &length) }
+        }
+        listener = listening
+        port = Int(UInt16(bigEndian: address.sin_port))
+        Thread.detachNewThread { [self] in acceptLoop() }
+    }
+
+    enum ProxyError: Error { case cannotListen }
+
+    func loseNextAnswer() { lock.withLock { loseNext = true } }
+
+    func cutAll() {
+        let sockets = lock.withLock { open }
+        for socket in sockets { shutdown(socket, Int32(SHUT_RDWR)) }
+    }
+
+    func stop() {
+        lock.withLock { stopped = true }
+        shutdown(listener, Int32(SHUT_RDWR))
+        close(listener)
+        cutAll()
+    }
+
+    private static func loopback(port: UInt16) -> sockaddr_in {
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return address
+    }
+
+    private func acceptLoop() {
+        while true {
+            let client = accept(listener, nil, nil)
+            if client < 0 {
+                // A connection reset before it was accepted (or an interrupt):
+                // keep accepting until stopped.
+                if lock.withLock({ stopped }) { return }
+                continue
+            }
+            let server = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = Self.loopback(port: UInt16(upstreamPort))
+            let connected = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(server, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            guard connected == 0 else {
+                close(client)
+                close(server)
+                continue
+            }
+            lock.withLock {
+                open.insert(client)
+                open.insert(server)
+            }
+            Thread.detachNewThread { [self] in pump(from: client, to: server, answers: false) }
+            Thread.detachNewThread { [self] in pump(from: server, to: client, answers: true) }
+        }
+    }
+
+    private func pump(from source: Int32, to destination: Int32, answers: Bool) {
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let count = read(source, &buffer, buffer.count)
+            if count <= 0 { break }
+            if answers, lock.withLock({ defer { loseNext = false }; return loseNext }) { break }
+            var written = 0
+            while written < count {
+                let result = buffer.withUnsafeBytes { write(destination, $0.baseAddress! + written, count - written) }
+                if result <= 0 { break }
+                written += result
+            }
+            if written < count { break }
+        }
+        shutdown(source, Int32(SHUT_RDWR))
+        shutdown(destination, Int32(SHUT_RDWR))
+        lock.withLock {
+            if open.remove(source) != nil { close(source) }
+            if open.remove(destination) != nil { close(destination) }
+        }
+    }
+}

@@ -1,0 +1,150 @@
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+import ScrollbackModels
+import ScrollbackServer
+import ScrollbackStore
+import ServiceLifecycle
+
+/// One or more Scrollback instances on loopback sharing one fresh schema, each
+/// run as `runScrollback` runs it (store, server, live delivery under one
+/// service group), for end-to-end tests of the live stream and the client kit.
+public final class LiveCluster: Sendable {
+    /// The signing secret of every instance.
+    public static let secret = "test-secret-for-the-http-suite-" + String(repeating: "0123456789", count: 4)
+
+    /// A server on a free loopback port, signing with `secret`.
+    public static var configuration: ScrollbackConfiguration {
+        var configuration = ScrollbackConfiguration()
+        configuration.port = 0
+        configuration.jwtSecret = secret
+        return configuration
+    }
+
+    public struct Instance: Sendable {
+        public let port: Int
+        public let store: ScrollbackStore
+        public let live: LiveDelivery
+        public let group: ServiceGroup
+        let done: Task<Void, any Error>
+
+        public var baseURL: String { "http://127.0.0.1:\(port)" }
+    }
+
+    private let running: NIOLockedInstances
+    public let tokens: TokenAuthority
+    public let url: DatabaseURL
+    public let schema: String
+    private let options: LiveOptions
+    private let logger: Logger
+    private let configuration: ScrollbackConfiguration
+
+    public var instances: [Instance] { running.all }
+    /// The first instance's store, for setting up conversations.
+    public var store: ScrollbackStore { instances[0].store }
+
+    private init(
+        url: DatabaseURL, schema: String, options: LiveOptions, logger: Logger, configuration: ScrollbackConfiguration,
+        tokens: TokenAuthority
+    ) {
+        self.url = url
+        self.schema = schema
+        self.options = options
+        self.logger = logger
+        self.configuration = configuration
+        self.tokens = tokens
+        self.running = NIOLockedInstances()
+    }
+
+    public static func run(
+        instances count: Int = 1, options: LiveOptions = LiveOptions(), logger: Logger? = nil,
+        configure: (inout ScrollbackConfiguration) -> Void = { _ in },
+        _ test: @escaping @Sendable (LiveCluster) async throws -> Void
+    ) async throws {
+        let logger = logger ?? {
+            var logger = Logger(label: "scrollback.tests.live")
+            logger.logLevel = .warning
+            return logger
+        }()
+        var configuration = Self.configuration
+        configure(&configuration)
+        try await TestDatabase.withSchema { url, schema in
+            let cluster = LiveCluster(
+                url: url, schema: schema, options: options, logger: logger, configuration: configuration,
+                tokens: try await TokenAuthority(secret: Self.secret))
+            for index in 0..<count {
+                cluster.running.append(try await cluster.start(port: 0, migrate: index == 0))
+            }
+            let outcome: Result<Void, any Error>
+            do {
+                outcome = .success(try await test(cluster))
+            } catch {
+                outcome = .failure(error)
+            }
+            for instance in cluster.instances { try? await cluster.stop(instance) }
+            try outcome.get()
+        }
+    }
+
+    /// Stops instance `index` gracefully and starts a new one on the same port.
+    public func restart(_ index: Int, downtime: Duration = .zero, whileDown: () async throws -> Void = {})
+        async throws
+    {
+        let old = instances[index]
+        try await stop(old)
+        try await whileDown()
+        try await Task.sleep(for: downtime)
+        running.replace(index, with: try await start(port: old.port, migrate: false))
+    }
+
+    private func start(port: Int, migrate: Bool) async throws -> Instance {
+        let store = ScrollbackStore(url: url, options: StoreOptions(maximumConnections: 4, searchPath: schema), logger: logger)
+        let live = LiveDelivery(store: store, options: options, logger: logger)
+        let (ports, portReported) = AsyncStream<Int>.makeStream()
+        var configuration = self.configuration
+        configuration.port = port
+        let app = try await buildApplication(
+            configuration: configuration, store: store, logger: logger, migrateOnStart: migrate, live: live,
+            onServerRunning: { portReported.yield($0) })
+        let group = ServiceGroup(
+            configuration: .init(
+                services: [.init(service: store), .init(service: app), .init(service: live)], logger: logger))
+        let done = Task { try await group.run() }
+        var iterator = ports.makeAsyncIterator()
+        guard let bound = await iterator.next() else { throw CancellationError() }
+        return Instance(port: bound, store: store, live: live, group: group, done: done)
+    }
+
+    private func stop(_ instance: Instance) async throws {
+        await instance.group.triggerGracefulShutdown()
+        try await instance.done.value
+    }
+
+    public func token(_ user: String, ttl: TimeInterval = 600) async throws -> String {
+        try await tokens.token(for: user, ttl: ttl)
+    }
+
+    /// A conversation of `creator` with `members`.
+    public func conversation(_ creator: String, members: [String]) async throws -> UUID {
+        try await store.createConversation(
+            creator: UserID(rawValue: creator), title: nil, members: members.map(UserID.init(rawValue:))
+        ).id
+    }
+
+    /// Sends `count` messages through the store of instance `index`.
+    public func send(_ count: Int, to id: UUID, as user: String, from index: Int = 0, prefix: String = "m") async throws {
+        for n in 0..<count {
+            _ = try await instances[index].store.send(
+                to: id, from: UserID(rawValue: user), body: "\(prefix) \(n)", clientID: nil)
+        }
+    }
+}
+
+/// The running instances, replaced on restart.
+private final class NIOLockedInstances: Sendable {
+    private let instances = NIOLockedValueBox<[LiveCluster.Instance]>([])
+
+    var all: [LiveCluster.Instance] { instances.withLockedValue { $0 } }
+    func append(_ instance: LiveCluster.Instance) { instances.withLockedValue { $0.append(instance) } }
+    func replace(_ index: Int, with instance: LiveCluster.Instance) { instances.withLockedValue { $0[index] = instance } }
+}
