@@ -18,7 +18,7 @@ public enum LiveEvent: Sendable, Equatable {
     case typing(userId: String)
     /// The socket is subscribed and caught up (after each reconnect too).
     case connected(lastSeq: Int64)
-    /// The socket was lost; the stream reconnects by itself.
+    /// The socket was lost (reported once per loss); the stream reconnects by itself.
     case disconnected(reason: String)
     /// The user was removed from the conversation; the stream ends.
     case memberRemoved
@@ -55,6 +55,9 @@ extension ScrollbackClient {
         var seenVersion: Int64 = 0
         var failures = 0
         var ended = false
+        /// Subscribed on the current connection: its loss is reported once,
+        /// failed attempts to reconnect are not.
+        var isUp = false
     }
 
     private func runLive(_ id: UUID, state: inout LiveState, emit: @escaping @Sendable (LiveEvent) -> Void) async throws {
@@ -95,21 +98,27 @@ extension ScrollbackClient {
                     // The token expired: a fresh one from the provider on the next connection.
                     state.failures = 0
                 }
-                if !state.ended { emit(.disconnected(reason: close?.reason ?? "connection closed")) }
+                if !state.ended { reportDown(&state, close?.reason ?? "connection closed", emit) }
             } catch let error as ScrollbackError {
                 state = box.value
                 switch error {
                 case .notFound, .forbidden: throw error
-                default: emit(.disconnected(reason: error.localizedDescription))
+                default: reportDown(&state, error.localizedDescription, emit)
                 }
             } catch {
                 state = box.value
-                emit(.disconnected(reason: "\(error)"))
+                reportDown(&state, "\(error)", emit)
             }
             guard !state.ended else { return }
             state.failures += 1
             try? await Task.sleep(for: retry.delay(afterFailure: state.failures))
         }
+    }
+
+    private func reportDown(_ state: inout LiveState, _ reason: String, _ emit: (LiveEvent) -> Void) {
+        guard state.isUp else { return }
+        state.isUp = false
+        emit(.disconnected(reason: reason))
     }
 
     private func handle(
@@ -125,6 +134,7 @@ extension ScrollbackClient {
             }
             state.subscribedVersion = version
             if state.lastSeq == nil { state.lastSeq = lastSeq }
+            state.isUp = true
             emit(.connected(lastSeq: lastSeq))
         case .message(let message):
             try await deliver(message, in: id, state: &state, emit: emit)

@@ -43,39 +43,50 @@ struct Chat: AsyncParsableCommand {
         } else {
             let members = with.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
             id = try await client.createConversation(members: members).id
-            print("created conversation \(id.uuidString.lowercased())")
+            Self.say("created conversation \(id.uuidString.lowercased())")
         }
 
         var timeline = Timeline(conversationId: id)
         timeline.apply(.pageLoaded(try await client.page(of: id, limit: 20)))
-        for message in timeline.messages.reversed() { print(Self.line(message)) }
+        for message in timeline.messages.reversed() { Self.say(Self.line(message)) }
         let lastSeq = timeline.lastSeq
-        print("-- \(user) in \(id.uuidString.lowercased()); type a message and press return, Ctrl-D to leave --")
+        Self.say("-- \(user) in \(id.uuidString.lowercased()); type a message and press return, Ctrl-D to leave --")
 
         let live = Task {
+            var wasDown = false
             do {
                 for try await event in client.live(conversation: id, after: lastSeq) {
                     switch event {
-                    case .message(let message): print(Self.line(message))
-                    case .updated(let message): print(Self.line(message) + (message.deleted ? "" : " (edited)"))
-                    case .typing(let other): print("   \(other) is typing…")
-                    case .disconnected(let reason): print("-- disconnected (\(reason)); reconnecting --")
-                    case .connected, .read: break
-                    case .memberRemoved: print("-- you were removed from this conversation --")
+                    case .message(let message): Self.say(Self.line(message))
+                    case .updated(let message): Self.say(Self.line(message) + (message.deleted ? "" : " (edited)"))
+                    case .typing(let other): Self.say("   \(other) is typing…")
+                    case .disconnected(let reason):
+                        wasDown = true
+                        Self.say("-- disconnected (\(reason)); reconnecting --")
+                    case .connected:
+                        if wasDown { Self.say("-- connected again --") }
+                        wasDown = false
+                    case .read: break
+                    case .memberRemoved: Self.say("-- you were removed from this conversation --")
                     }
                 }
             } catch {
-                print("-- live delivery ended: \(error.localizedDescription) --")
+                Self.say("-- live delivery ended: \(error.localizedDescription) --")
             }
         }
         for await text in Self.standardInputLines() where !text.trimmingCharacters(in: .whitespaces).isEmpty {
             do {
                 _ = try await client.send(text, to: id)
             } catch {
-                print("-- not sent: \(error.localizedDescription) --")
+                Self.say("-- not sent: \(error.localizedDescription) --")
             }
         }
         live.cancel()
+    }
+
+    /// One line out at once, even when the output is a pipe (print buffers it).
+    static func say(_ text: String) {
+        FileHandle.standardOutput.write(Data((text + "\n").utf8))
     }
 
     static func line(_ message: Message) -> String {
