@@ -60,6 +60,9 @@ extension ScrollbackClient {
         var isUp = false
     }
 
+    /// How long a new connection may take to be subscribed.
+    private var subscribeTimeout: Duration { min(timeout, .seconds(10)) }
+
     private func runLive(_ id: UUID, state: inout LiveState, emit: @escaping @Sendable (LiveEvent) -> Void) async throws {
         var logger = Logger(label: "scrollback.client.live")
         logger.logLevel = .critical
@@ -83,14 +86,35 @@ extension ScrollbackClient {
                     let after = box.value.lastSeq
                     let subscribe = try ScrollbackJSON.encoder().encode(ClientFrame.subscribe(conversationId: id, afterSeq: after))
                     try await outbound.write(.text(String(decoding: subscribe, as: UTF8.self)))
-                    for try await message in inbound.messages(maxSize: APILimits.maxStreamFrameBytes * 4) {
-                        guard case .text(let text) = message,
-                            let frame = try? ScrollbackJSON.decoder().decode(ServerFrame.self, from: Data(text.utf8))
-                        else { continue }
-                        var current = box.value
-                        try await handle(frame, in: id, state: &current, emit: emit)
-                        box.value = current
-                        if current.ended { return }
+                    try await withThrowingTaskGroup(of: Bool.self) { group in
+                        group.addTask {
+                            for try await message in inbound.messages(maxSize: APILimits.maxStreamFrameBytes * 4) {
+                                guard case .text(let text) = message,
+                                    let frame = try? ScrollbackJSON.decoder().decode(
+                                        ServerFrame.self, from: Data(text.utf8))
+                                else { continue }
+                                var current = box.value
+                                try await handle(frame, in: id, state: &current, emit: emit)
+                                box.value = current
+                                if current.ended { break }
+                            }
+                            return true
+                        }
+                        // A connection that is not subscribed in time (a server
+                        // still starting, a stalled database, a connection that
+                        // answers nothing) is dropped and tried again rather
+                        // than waited on forever.
+                        group.addTask {
+                            try await Task.sleep(for: subscribeTimeout)
+                            return false
+                        }
+                        while let readerEnded = try await group.next() {
+                            if readerEnded { break }
+                            if !box.value.isUp {
+                                throw ScrollbackError.transport(message: "Not subscribed within \(subscribeTimeout).")
+                            }
+                        }
+                        group.cancelAll()
                     }
                 }
                 state = box.value
@@ -150,9 +174,14 @@ extension ScrollbackClient {
             emit(.memberRemoved)
         case .resyncRequired(_, let lastSeq):
             try await fill(id, through: lastSeq, state: &state, emit: emit)
-        case .error(let code, let message, _):
+        case .error(let code, let message, let ref):
             if code == .conversationNotFound { throw ScrollbackError.notFound(code: code, message: message) }
             if code == .unauthorized { throw ScrollbackError.unauthorized(message: message) }
+            // The subscription itself failed (the database was unavailable,
+            // say): reconnect and subscribe again, with backoff.
+            if !state.isUp, ref == id.wire {
+                throw ScrollbackError.unavailable(code: code, retryAfter: nil, message: message)
+            }
         case .ack, .pong:
             break
         }
