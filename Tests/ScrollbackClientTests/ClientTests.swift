@@ -131,7 +131,7 @@ import Testing
                 _ = try await alice.edit(1, in: id, body: "edited while down")
             }
             // The proxy still points at the old port, which the new instance took again.
-            try await events.waitForMessages(9, timeout: .seconds(30))
+            try await events.waitForMessages(9, timeout: .seconds(60))
             _ = try await alice.send("after 10", to: id)
             try await events.waitForMessages(10)
             try await events.waitFor(timeout: .seconds(10)) { $0.contains(.updated(try await alice.page(of: id, .around(1), limit: 1).messages[0])) }

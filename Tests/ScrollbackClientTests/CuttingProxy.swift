@@ -16,8 +16,24 @@ final class CuttingProxy: @unchecked Sendable {
     private let listener: Int32
     private let lock = NSLock()
     private var loseNext = false
-    private var open: Set<Int32> = []
+    private var open: [ObjectIdentifier: Pair] = [:]
     private var stopped = false
+
+    /// One proxied connection: the client's socket and the server's. Both
+    /// are closed once, when both directions have ended, so a descriptor
+    /// number is never shut down or written after it may have been reused.
+    private final class Pair: @unchecked Sendable {
+        // Unchecked: `ended` and `closed` are changed only under the proxy's lock.
+        let client: Int32
+        let server: Int32
+        var ended = 0
+        var closed = false
+
+        init(client: Int32, server: Int32) {
+            self.client = client
+            self.server = server
+        }
+    }
 
     init(upstreamPort: Int) throws {
         self.upstreamPort = upstreamPort
@@ -43,8 +59,12 @@ final class CuttingProxy: @unchecked Sendable {
     func loseNextAnswer() { lock.withLock { loseNext = true } }
 
     func cutAll() {
-        let sockets = lock.withLock { open }
-        for socket in sockets { shutdown(socket, Int32(SHUT_RDWR)) }
+        lock.withLock {
+            for pair in open.values where !pair.closed {
+                shutdown(pair.client, Int32(SHUT_RDWR))
+                shutdown(pair.server, Int32(SHUT_RDWR))
+            }
+        }
     }
 
     func stop() {
@@ -81,16 +101,14 @@ final class CuttingProxy: @unchecked Sendable {
                 close(server)
                 continue
             }
-            lock.withLock {
-                open.insert(client)
-                open.insert(server)
-            }
-            Thread.detachNewThread { [self] in pump(from: client, to: server, answers: false) }
-            Thread.detachNewThread { [self] in pump(from: server, to: client, answers: true) }
+            let pair = Pair(client: client, server: server)
+            lock.withLock { open[ObjectIdentifier(pair)] = pair }
+            Thread.detachNewThread { [self] in pump(pair, from: client, to: server, answers: false) }
+            Thread.detachNewThread { [self] in pump(pair, from: server, to: client, answers: true) }
         }
     }
 
-    private func pump(from source: Int32, to destination: Int32, answers: Bool) {
+    private func pump(_ pair: Pair, from source: Int32, to destination: Int32, answers: Bool) {
         var buffer = [UInt8](repeating: 0, count: 65_536)
         while true {
             let count = read(source, &buffer, buffer.count)
@@ -104,11 +122,19 @@ final class CuttingProxy: @unchecked Sendable {
             }
             if written < count { break }
         }
-        shutdown(source, Int32(SHUT_RDWR))
-        shutdown(destination, Int32(SHUT_RDWR))
         lock.withLock {
-            if open.remove(source) != nil { close(source) }
-            if open.remove(destination) != nil { close(destination) }
+            // The other direction ends too; its descriptors are still ours.
+            if !pair.closed {
+                shutdown(pair.client, Int32(SHUT_RDWR))
+                shutdown(pair.server, Int32(SHUT_RDWR))
+            }
+            pair.ended += 1
+            if pair.ended == 2 {
+                close(pair.client)
+                close(pair.server)
+                pair.closed = true
+                open[ObjectIdentifier(pair)] = nil
+            }
         }
     }
 }
