@@ -64,8 +64,11 @@ extension ScrollbackClient {
     private var subscribeTimeout: Duration { min(timeout, .seconds(10)) }
 
     private func runLive(_ id: UUID, state: inout LiveState, emit: @escaping @Sendable (LiveEvent) -> Void) async throws {
-        var logger = Logger(label: "scrollback.client.live")
-        logger.logLevel = .critical
+        let logger = {
+            var logger = Logger(label: "scrollback.client.live")
+            logger.logLevel = .critical
+            return logger
+        }()
         let url = (baseURL.hasPrefix("https") ? "wss" : "ws") + baseURL.drop { $0 != ":" } + "/v1/stream"
         while !Task.isCancelled, !state.ended {
             let bearer: String
@@ -75,14 +78,19 @@ extension ScrollbackClient {
                 throw ScrollbackError.unauthorized(message: "The token provider failed: \(error)")
             }
             let box = StateBox(state)
+            let attempt = ConnectionAttempt()
             do {
-                let close = try await WebSocketClient.connect(
+                let close = try await attempt.run(upgradeTimeout: subscribeTimeout) {
+                    try await WebSocketClient.connect(
                     url: url,
                     configuration: .init(
                         maxFrameSize: APILimits.maxStreamFrameBytes * 4, additionalHeaders: [.authorization: "Bearer \(bearer)"],
                         closeTimeout: .seconds(5), autoPing: .enabled(timePeriod: .seconds(30))),
                     logger: logger
                 ) { inbound, outbound, _ in
+                    // An attempt given up while its upgrade hung may still
+                    // connect later: it must not deliver anything then.
+                    guard attempt.upgraded() else { return }
                     let after = box.value.lastSeq
                     let subscribe = try ScrollbackJSON.encoder().encode(ClientFrame.subscribe(conversationId: id, afterSeq: after))
                     try await outbound.write(.text(String(decoding: subscribe, as: UTF8.self)))
@@ -116,6 +124,7 @@ extension ScrollbackClient {
                         }
                         group.cancelAll()
                     }
+                }
                 }
                 state = box.value
                 if let close, close.closeCode == .unknown(UInt16(StreamCloseCode.unauthorized)) {
@@ -234,6 +243,57 @@ extension ScrollbackClient {
             state.seenVersion = max(state.seenVersion, changes.version)
             guard changes.hasMore, changes.version > version else { return }
             version = changes.version
+        }
+    }
+}
+
+/// One connection attempt of a live stream. WSClient's connect has no
+/// timeout of its own, and a connection that was accepted but never answers
+/// its upgrade (a server in the middle of shutting down, a proxy whose
+/// backend is gone) would wait forever: past `upgradeTimeout` without an
+/// upgrade the attempt is given up (its task is left to end with its
+/// connection) and the stream tries again.
+private final class ConnectionAttempt: Sendable {
+    private enum Phase { case connecting, upgraded, abandoned }
+    private let phase = NIOLockedValueBox(Phase.connecting)
+
+    /// Called when the upgrade succeeded; false if the attempt was given up.
+    func upgraded() -> Bool {
+        phase.withLockedValue { phase in
+            guard phase == .connecting else { return false }
+            phase = .upgraded
+            return true
+        }
+    }
+
+    private func abandon() -> Bool {
+        phase.withLockedValue { phase in
+            guard phase == .connecting else { return false }
+            phase = .abandoned
+            return true
+        }
+    }
+
+    func run<T: Sendable>(upgradeTimeout: Duration, _ connect: @escaping @Sendable () async throws -> T) async throws -> T {
+        let once = NIOLockedValueBox<CheckedContinuation<T, any Error>?>(nil)
+        return try await withCheckedThrowingContinuation { continuation in
+            once.withLockedValue { $0 = continuation }
+            let work = Task {
+                let result: Result<T, any Error>
+                do {
+                    result = .success(try await connect())
+                } catch {
+                    result = .failure(error)
+                }
+                once.withLockedValue { $0.take() }?.resume(with: result)
+            }
+            Task {
+                try? await Task.sleep(for: upgradeTimeout)
+                guard self.abandon() else { return }
+                work.cancel()
+                once.withLockedValue { $0.take() }?.resume(
+                    throwing: ScrollbackError.transport(message: "The WebSocket upgrade got no answer within \(upgradeTimeout)."))
+            }
         }
     }
 }

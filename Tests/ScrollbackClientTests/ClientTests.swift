@@ -172,6 +172,36 @@ import Testing
         }
     }
 
+    /// A connection accepted but never answered (a server stopping, a
+    /// proxy whose backend is gone) is given up and tried again.
+    @Test func liveGivesUpAConnectionThatNeverAnswersItsUpgrade() async throws {
+        try await LiveCluster.run { cluster in
+            let proxy = try CuttingProxy(upstreamPort: cluster.instances[0].port)
+            defer { proxy.stop() }
+            let alice = Self.client(cluster, "alice")
+            let id = try await alice.createConversation().id
+            _ = try await alice.send("waiting", to: id)
+            let patient = ScrollbackClient(
+                baseURL: "http://127.0.0.1:\(proxy.port)",
+                retry: RetryPolicy(initialDelay: .milliseconds(50), maxDelay: .milliseconds(200)), timeout: .seconds(2),
+                token: { try await cluster.token("alice") })
+            proxy.swallowNewConnections(true)
+            let events = EventLog()
+            let listening = Task {
+                for try await event in patient.live(conversation: id, after: 0) { events.append(event) }
+            }
+            defer { listening.cancel() }
+            try await Task.sleep(for: .seconds(1))
+            #expect(events.all.isEmpty, "a swallowed connection delivered something")
+            // The backend is back; the hung attempt is given up after 2 s and the next one connects.
+            let stopped = ContinuousClock.now
+            proxy.stopSwallowingButKeepHeld()
+            try await events.waitForMessages(1, timeout: .seconds(20))
+            #expect(ContinuousClock.now - stopped < .seconds(15))
+            #expect(events.messages.map(\.seq) == [1])
+        }
+    }
+
     @Test func completionHandlersGiveTheAsyncResults() async throws {
         try await LiveCluster.run { cluster in
             let alice = Self.client(cluster, "alice")

@@ -16,6 +16,8 @@ final class CuttingProxy: @unchecked Sendable {
     private let listener: Int32
     private let lock = NSLock()
     private var loseNext = false
+    private var swallowing = false
+    private var held: [Int32] = []
     private var open: [ObjectIdentifier: Pair] = [:]
     private var stopped = false
 
@@ -58,6 +60,21 @@ final class CuttingProxy: @unchecked Sendable {
 
     func loseNextAnswer() { lock.withLock { loseNext = true } }
 
+    /// Later connections are forwarded again; those already held stay hung.
+    func stopSwallowingButKeepHeld() { lock.withLock { swallowing = false } }
+
+    /// New connections are accepted and then neither forwarded nor closed,
+    /// like a server that stopped answering; `false` releases them (closed).
+    func swallowNewConnections(_ on: Bool) {
+        let release = lock.withLock { () -> [Int32] in
+            swallowing = on
+            guard !on else { return [] }
+            defer { held = [] }
+            return held
+        }
+        for socket in release { close(socket) }
+    }
+
     func cutAll() {
         lock.withLock {
             for pair in open.values where !pair.closed {
@@ -68,6 +85,7 @@ final class CuttingProxy: @unchecked Sendable {
     }
 
     func stop() {
+        swallowNewConnections(false)
         lock.withLock { stopped = true }
         shutdown(listener, Int32(SHUT_RDWR))
         close(listener)
@@ -91,6 +109,11 @@ final class CuttingProxy: @unchecked Sendable {
                 if lock.withLock({ stopped }) { return }
                 continue
             }
+            let swallowed = lock.withLock { () -> Bool in
+                if swallowing { held.append(client) }
+                return swallowing
+            }
+            if swallowed { continue }
             let server = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
             var address = Self.loopback(port: UInt16(upstreamPort))
             let connected = withUnsafePointer(to: &address) {
