@@ -61,7 +61,7 @@ public struct ScrollbackClient: Sendable {
     }
 
     public func removeMember(_ user: String, from id: UUID) async throws(ScrollbackError) {
-        let _: Empty = try await call(.DELETE, "/v1/conversations/\(id.wire)/members/\(user.pathEscaped)")
+        _ = try await exchange(.DELETE, "/v1/conversations/\(id.wire)/members/\(user.pathEscaped)")
     }
 
     // MARK: Messages
@@ -145,13 +145,10 @@ public struct ScrollbackClient: Sendable {
         var body: Data
     }
 
-    private struct Empty: Decodable {}
-
     func call<Value: Decodable>(
         _ method: HTTPMethod, _ path: String, query: [(String, String?)] = [], body: (some Encodable & Sendable)? = Never?.none
     ) async throws(ScrollbackError) -> Value {
         let reply = try await exchange(method, path, query: query, body: body)
-        if Value.self == Empty.self { return Empty() as! Value }
         return try Self.decode(reply.body)
     }
 

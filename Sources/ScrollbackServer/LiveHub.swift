@@ -183,12 +183,20 @@ actor LiveHub {
     /// `member_removed` to each of the user's subscriptions, which end.
     private func removeMember(_ user: UserID, from id: UUID) {
         guard var feed = feeds[id] else { return }
-        for (key, subscription) in feed.subscriptions where subscription.user == user {
-            subscription.socket.send(ServerFrameBytes(.memberRemoved(conversationId: id)))
+        Self.endSubscriptions(of: id, in: &feed) { $0.user == user }
+        feeds[id] = feed.subscriptions.isEmpty ? nil : feed
+    }
+
+    /// Sends `member_removed` to the subscriptions that `removed` picks, and ends them.
+    private static func endSubscriptions(
+        of id: UUID, in feed: inout Feed, where removed: (Subscription) -> Bool
+    ) {
+        let frame = ServerFrameBytes(.memberRemoved(conversationId: id))
+        for (key, subscription) in feed.subscriptions where removed(subscription) {
+            subscription.socket.send(frame)
             subscription.socket.forget(id)
             feed.subscriptions[key] = nil
         }
-        feeds[id] = feed.subscriptions.isEmpty ? nil : feed
     }
 
     // MARK: Reads, for the catch-up worker
@@ -227,20 +235,13 @@ actor LiveHub {
             return  // its subscribers left, or another read moved it on
         }
         guard let read else {
-            for subscription in feed.subscriptions.values {
-                subscription.socket.send(ServerFrameBytes(.memberRemoved(conversationId: id)))
-                subscription.socket.forget(id)
-            }
+            Self.endSubscriptions(of: id, in: &feed) { _ in true }
             feeds[id] = nil
             return
         }
-        for (key, subscription) in feed.subscriptions {
-            guard case .live(_, _, let activated) = subscription.phase, activated <= request.epoch,
-                !read.members.contains(subscription.user)
-            else { continue }
-            subscription.socket.send(ServerFrameBytes(.memberRemoved(conversationId: id)))
-            subscription.socket.forget(id)
-            feed.subscriptions[key] = nil
+        Self.endSubscriptions(of: id, in: &feed) { subscription in
+            guard case .live(_, _, let activated) = subscription.phase else { return false }
+            return activated <= request.epoch && !read.members.contains(subscription.user)
         }
         if read.truncated {
             fanOut(.resync(id, lastSeq: read.lastSeq), in: &feed)

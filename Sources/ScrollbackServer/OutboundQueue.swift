@@ -137,12 +137,12 @@ final class OutboundQueue: Sendable {
         state.withLockedValue { ($0.frames.count, $0.bytes) }
     }
 
+    /// The writer waiting for an item, if any. A waiter only exists while
+    /// nothing is queued, so when the queue is closing it is handed the close
+    /// (by the caller), and the queue is finished.
     private static func takeWaiter(_ state: inout State) -> CheckedContinuation<Item?, Never>? {
         defer { state.waiter = nil }
-        if state.waiter != nil, state.closing != nil || state.finished {
-            // A waiter only exists while nothing is queued: hand it the close.
-            if state.closing != nil { state.finished = true }
-        }
+        if state.waiter != nil, state.closing != nil { state.finished = true }
         return state.waiter
     }
 }

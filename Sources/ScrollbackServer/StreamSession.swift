@@ -136,7 +136,7 @@ struct StreamSession {
             case .send(let id, let body, let clientID):
                 do {
                     let body = try Validation.messageBody(body)
-                    let clientID = try Validation.clientID(clientID) ?? clientID
+                    _ = try Validation.clientID(clientID)
                     let outcome = try await store.send(to: id, from: user, body: body, clientID: clientID)
                     let replayed = if case .replayed = outcome { true } else { false }
                     socket.send(.ack(clientId: clientID, message: outcome.message, replayed: replayed))

@@ -121,7 +121,7 @@ public struct Timeline: Sendable, Equatable {
             guard !isRemoved, !pending.contains(where: { $0.clientId == send.clientId }) else { break }
             pending.append(TimelineItem(id: .local(clientId: send.clientId), state: .sending(send)))
         case .sendAcknowledged(let clientID, let message):
-            resolvePending(clientID, with: message)
+            resolveEcho(clientID, sender: nil, seq: message.seq)
             store(message)
             lastSeq = max(lastSeq, message.seq)
         case .sendFailed(let clientID, let reason):
@@ -139,12 +139,8 @@ public struct Timeline: Sendable, Equatable {
         case .changesApplied(let changes):
             for message in changes.messages where belongs(message) && isInWindow(message.seq) { store(message) }
             catchUpRequested = false
-            if changes.hasMore {
-                version = max(version, changes.version)
-                effects += requestCatchUp()
-            } else {
-                version = max(version, changes.version)
-            }
+            version = max(version, changes.version)
+            if changes.hasMore { effects += requestCatchUp() }
         case .memberRemoved:
             isRemoved = true
             for index in pending.indices {
@@ -164,7 +160,7 @@ public struct Timeline: Sendable, Equatable {
         if !isScroll { scrollOffset = offsetKeeping(anchor) }
         effects += gapRequests()
         effects += olderRequest()
-        return TimelineUpdate(diff: Self.diff(from: before, to: items, heightsChanged: action), scrollOffset: scrollOffset, effects: effects)
+        return TimelineUpdate(diff: Self.diff(from: before, to: items, after: action), scrollOffset: scrollOffset, effects: effects)
     }
 
     // MARK: Merging
@@ -178,38 +174,35 @@ public struct Timeline: Sendable, Equatable {
         return range.contains(seq) || (seq > range.upperBound)
     }
 
-    /// Keeps the newer state of a message seen twice.
+    /// Keeps the newer state of a message seen twice. The live message of
+    /// our own send, arriving before its ack, replaces the echo.
     private mutating func store(_ message: Message) {
         if let held = stored[message.seq], held.version > message.version { return }
         stored[message.seq] = message
-        if let clientID = message.clientId,
-            let index = pending.firstIndex(where: {
-                if case .sending(let send) = $0.state { send.clientId == clientID && send.sender == message.sender }
-                else if case .failed(let send, _) = $0.state { send.clientId == clientID && send.sender == message.sender }
-                else { false }
-            })
-        {
-            // The live message of our own send, before its ack: the echo becomes it.
-            localIDs[message.seq] = clientID
-            pending.remove(at: index)
-        }
+        if let clientID = message.clientId { resolveEcho(clientID, sender: message.sender, seq: message.seq) }
     }
 
-    private mutating func resolvePending(_ clientID: String, with message: Message) {
-        if let index = pending.firstIndex(where: { $0.clientId == clientID }) {
-            pending.remove(at: index)
-            localIDs[message.seq] = clientID
-        }
+    /// The local echo of `clientID` (sent by `sender`, when given) becomes
+    /// the stored message `seq`, keeping its row id.
+    private mutating func resolveEcho(_ clientID: String, sender: String?, seq: Int64) {
+        guard
+            let index = pending.firstIndex(where: { item in
+                item.pendingSend.map { $0.clientId == clientID && (sender == nil || $0.sender == sender) } ?? false
+            })
+        else { return }
+        pending.remove(at: index)
+        localIDs[seq] = clientID
     }
 
     private mutating func load(_ page: MessagePage) -> [TimelineEffect] {
         var effects: [TimelineEffect] = []
         let pageMessages = page.messages.filter(belongs)
-        let outside = stored.keys.filter { seq in !pageMessages.contains { $0.seq == seq } }
+        let pageSeqs = Set(pageMessages.map(\.seq))
+        let outside = stored.keys.filter { !pageSeqs.contains($0) }
         let oldestBefore = stored.keys.min()
         for message in pageMessages { store(message) }
         lastSeq = max(lastSeq, page.lastSeq)
-        let pageOldest = pageMessages.map(\.seq).min()
+        let pageOldest = pageSeqs.min()
         if let pageOldest {
             if oldestBefore == nil || pageOldest <= oldestBefore! { hasOlder = page.hasOlder }
             if let requested = olderRequested, pageOldest < requested { olderRequested = nil }
@@ -303,7 +296,7 @@ public struct Timeline: Sendable, Equatable {
 
     // MARK: Diffing
 
-    static func diff(from old: [TimelineItem], to new: [TimelineItem], heightsChanged action: TimelineAction)
+    static func diff(from old: [TimelineItem], to new: [TimelineItem], after action: TimelineAction)
         -> TimelineDiff
     {
         let oldIndex = Dictionary(old.enumerated().map { ($1.id, $0) }, uniquingKeysWith: { first, _ in first })

@@ -36,21 +36,19 @@ public struct TimelineItem: Sendable, Equatable, Identifiable {
 
     public var seq: Int64? { message?.seq }
 
-    /// The `client_id` of a local echo, or of a stored message sent with one.
-    public var clientId: String? {
+    /// The send of a local echo (sending or failed); nil for a stored message.
+    public var pendingSend: PendingSend? {
         switch state {
-        case .stored(let message): message.clientId
-        case .sending(let pending), .failed(let pending, _): pending.clientId
+        case .stored: nil
+        case .sending(let send), .failed(let send, _): send
         }
     }
 
+    /// The `client_id` of a local echo, or of a stored message sent with one.
+    public var clientId: String? { message?.clientId ?? pendingSend?.clientId }
+
     /// What the row shows.
-    public var body: String {
-        switch state {
-        case .stored(let message): message.body
-        case .sending(let pending), .failed(let pending, _): pending.body
-        }
-    }
+    public var body: String { message?.body ?? pendingSend?.body ?? "" }
 
     public var isPending: Bool { message == nil }
 }

@@ -33,7 +33,12 @@ import Testing
             #expect(try await Self.value(of: page).messages.map(\.seq) == [1])
 
             let missing = alice.publishers.conversation(UUID())
-            await #expect(throws: ScrollbackError.self) { _ = try await Self.value(of: missing) }
+            do {
+                _ = try await Self.value(of: missing)
+                Issue.record("a conversation nobody created was found")
+            } catch let error as ScrollbackError {
+                guard case .notFound(.conversationNotFound, _) = error else { throw error }
+            }
         }
     }
 

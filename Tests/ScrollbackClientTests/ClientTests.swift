@@ -63,7 +63,12 @@ import Testing
                 #expect(error.errorDescription == "Field `body` must contain some visible text, not only whitespace.")
             }
             _ = try await alice.send("first", to: id, clientId: "same")
-            await #expect(throws: ScrollbackError.self) { _ = try await alice.send("other", to: id, clientId: "same") }
+            do throws(ScrollbackError) {
+                _ = try await alice.send("other", to: id, clientId: "same")
+                Issue.record("another body under a used client_id was accepted")
+            } catch {
+                guard case .conflict(.idempotencyConflict, _) = error else { throw error }
+            }
             let forged = ScrollbackClient(baseURL: cluster.instances[0].baseURL, token: { "not-a-token" })
             do throws(ScrollbackError) {
                 _ = try await forged.conversations()
@@ -147,19 +152,7 @@ import Testing
             let alice = Self.client(cluster, "alice")
             let id = try await alice.createConversation().id
             let count = APILimits.maxStreamBacklog + 205
-            _ = try await TestDatabase.admin(cluster.url) { connection in
-                try await connection.query(
-                    """
-                    WITH ins AS (
-                        INSERT INTO \(unescaped: cluster.schema).messages (conversation_id, seq, sender, body, version)
-                        SELECT \(id), n, 'alice', 'bulk ' || n, n FROM generate_series(1, \(count)) n
-                    )
-                    UPDATE \(unescaped: cluster.schema).conversations SET last_seq = \(count), version = \(count)
-                    WHERE id = \(id)
-                    """,
-                    logger: connection.logger
-                ).collect()
-            }
+            try await cluster.insertMessages(count, into: id, from: "alice")
             let events = EventLog()
             let listening = Task {
                 for try await event in alice.live(conversation: id, after: 0) { events.append(event) }

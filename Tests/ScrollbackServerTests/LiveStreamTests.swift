@@ -212,19 +212,7 @@ import Testing
         try await LiveCluster.run { cluster in
             let id = try await cluster.conversation("alice", members: ["bob"])
             let count = APILimits.maxStreamBacklog + 5
-            _ = try await TestDatabase.admin(cluster.url) { connection in
-                try await connection.query(
-                    """
-                    WITH ins AS (
-                        INSERT INTO \(unescaped: cluster.schema).messages (conversation_id, seq, sender, body, version)
-                        SELECT \(id), n, 'alice', 'bulk ' || n, n FROM generate_series(1, \(count)) n
-                    )
-                    UPDATE \(unescaped: cluster.schema).conversations SET last_seq = \(count), version = \(count)
-                    WHERE id = \(id)
-                    """,
-                    logger: connection.logger
-                ).collect()
-            }
+            try await cluster.insertMessages(count, into: id, from: "alice")
             let bob = try await cluster.connect("bob")
             try bob.send(.subscribe(conversationId: id, afterSeq: 0))
             #expect(try await bob.next() == .subscribed(conversationId: id, lastSeq: Int64(count), version: Int64(count)))

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import NIOConcurrencyHelpers
+import PostgresNIO
 import ScrollbackModels
 import ScrollbackServer
 import ScrollbackStore
@@ -31,7 +32,8 @@ public final class LiveCluster: Sendable {
         public var baseURL: String { "http://127.0.0.1:\(port)" }
     }
 
-    private let running: NIOLockedInstances
+    /// The running instances, replaced on restart.
+    private let running = NIOLockedValueBox<[Instance]>([])
     public let tokens: TokenAuthority
     public let url: DatabaseURL
     public let schema: String
@@ -39,7 +41,7 @@ public final class LiveCluster: Sendable {
     private let logger: Logger
     private let configuration: ScrollbackConfiguration
 
-    public var instances: [Instance] { running.all }
+    public var instances: [Instance] { running.withLockedValue { $0 } }
     /// The first instance's store, for setting up conversations.
     public var store: ScrollbackStore { instances[0].store }
 
@@ -53,7 +55,6 @@ public final class LiveCluster: Sendable {
         self.logger = logger
         self.configuration = configuration
         self.tokens = tokens
-        self.running = NIOLockedInstances()
     }
 
     public static func run(
@@ -73,7 +74,8 @@ public final class LiveCluster: Sendable {
                 url: url, schema: schema, options: options, logger: logger, configuration: configuration,
                 tokens: try await TokenAuthority(secret: Self.secret))
             for index in 0..<count {
-                cluster.running.append(try await cluster.start(port: 0, migrate: index == 0))
+                let instance = try await cluster.start(port: 0, migrate: index == 0)
+                cluster.running.withLockedValue { $0.append(instance) }
             }
             let outcome: Result<Void, any Error>
             do {
@@ -94,7 +96,8 @@ public final class LiveCluster: Sendable {
         try await stop(old)
         try await whileDown()
         try await Task.sleep(for: downtime)
-        running.replace(index, with: try await start(port: old.port, migrate: false))
+        let restarted = try await start(port: old.port, migrate: false)
+        running.withLockedValue { $0[index] = restarted }
     }
 
     private func start(port: Int, migrate: Bool) async throws -> Instance {
@@ -131,6 +134,24 @@ public final class LiveCluster: Sendable {
         ).id
     }
 
+    /// Stores messages 1...`count` from `sender` in bulk with SQL (far
+    /// faster than sending them), as a conversation that is `count` long.
+    public func insertMessages(_ count: Int, into id: UUID, from sender: String) async throws {
+        _ = try await TestDatabase.admin(url) { connection in
+            try await connection.query(
+                """
+                WITH ins AS (
+                    INSERT INTO \(unescaped: schema).messages (conversation_id, seq, sender, body, version)
+                    SELECT \(id), n, \(sender), 'bulk ' || n, n FROM generate_series(1, \(count)) n
+                )
+                UPDATE \(unescaped: schema).conversations SET last_seq = \(count), version = \(count)
+                WHERE id = \(id)
+                """,
+                logger: connection.logger
+            ).collect()
+        }
+    }
+
     /// Sends `count` messages through the store of instance `index`.
     public func send(_ count: Int, to id: UUID, as user: String, from index: Int = 0, prefix: String = "m") async throws {
         for n in 0..<count {
@@ -138,13 +159,4 @@ public final class LiveCluster: Sendable {
                 to: id, from: UserID(rawValue: user), body: "\(prefix) \(n)", clientID: nil)
         }
     }
-}
-
-/// The running instances, replaced on restart.
-private final class NIOLockedInstances: Sendable {
-    private let instances = NIOLockedValueBox<[LiveCluster.Instance]>([])
-
-    var all: [LiveCluster.Instance] { instances.withLockedValue { $0 } }
-    func append(_ instance: LiveCluster.Instance) { instances.withLockedValue { $0.append(instance) } }
-    func replace(_ index: Int, with instance: LiveCluster.Instance) { instances.withLockedValue { $0[index] = instance } }
 }
