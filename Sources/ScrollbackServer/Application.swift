@@ -6,11 +6,13 @@ import ScrollbackStore
 import ServiceLifecycle
 
 /// The routes of the service, in one place.
-public func buildRouter(store: ScrollbackStore, tokens: TokenAuthority) -> Router<ScrollbackRequestContext> {
+public func buildRouter(
+    store: ScrollbackStore, tokens: TokenAuthority, live: LiveDelivery
+) -> Router<ScrollbackRequestContext> {
     let router = Router(context: ScrollbackRequestContext.self, options: .autoGenerateHeadEndpoints)
     router.add(middleware: RequestLogMiddleware())
     router.add(middleware: ErrorMiddleware())
-    HealthController(store: store).addRoutes(to: router)
+    HealthController(store: store, live: live).addRoutes(to: router)
     LayoutController().addRoutes(to: router)  // public: outside the authenticated group
     let v1 = router.group("v1").add(middleware: AuthMiddleware(tokens: tokens, store: store))
     ConversationController(store: store).addRoutes(to: v1)
@@ -40,7 +42,7 @@ public func buildApplication(
         session: StreamSession(live: delivery, tokens: tokens, store: store, logger: logger),
         allowedOrigins: configuration.allowedOrigins)
     var app = Application(
-        router: buildRouter(store: store, tokens: tokens),
+        router: buildRouter(store: store, tokens: tokens, live: delivery),
         server: .http1WebSocketUpgrade(
             webSocketRouter: stream.webSocketRouter(),
             configuration: .init(

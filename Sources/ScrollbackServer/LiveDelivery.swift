@@ -20,10 +20,11 @@ public struct LiveOptions: Sendable {
 
     public init() {}
 
-    /// The soft and hard limit of each socket's outbound queue, and how long
-    /// it may stay above the soft one.
-    public mutating func setQueueLimits(softBytes: Int, hardBytes: Int, grace: Duration) {
-        queueLimits = OutboundQueue.Limits(softBytes: softBytes, hardBytes: hardBytes, grace: grace)
+    /// The soft and hard limit of each socket's outbound queue, how long it
+    /// may stay above the soft one, and how long its writer may take nothing
+    /// while it is above the hard one (see `OutboundQueue`).
+    public mutating func setQueueLimits(softBytes: Int, hardBytes: Int, grace: Duration, stall: Duration) {
+        queueLimits = OutboundQueue.Limits(softBytes: softBytes, hardBytes: hardBytes, grace: grace, stall: stall)
     }
 }
 
@@ -44,6 +45,12 @@ public struct LiveDelivery: Service {
         self.store = store
         self.options = options
         self.logger = logger
+    }
+
+    /// Whether the change feed's listening connection is in place (part of
+    /// `/readyz`).
+    public var isListening: Bool {
+        get async { await hub.isListening }
     }
 
     public func run() async throws {

@@ -34,6 +34,9 @@ actor LiveHub {
     private var epoch: UInt64 = 0
     private var lastTyping: [TypingKey: ContinuousClock.Instant] = [:]
     private var shuttingDown = false
+    /// The change feed's listening connection is in place: without it,
+    /// nothing written elsewhere reaches this instance's sockets.
+    private(set) var isListening = false
     private let typingInterval: Duration = .seconds(APILimits.typingIntervalSeconds)
 
     private struct Feed {
@@ -143,7 +146,10 @@ actor LiveHub {
 
     func handle(_ signal: FeedSignal) {
         switch signal {
+        case .lost:
+            isListening = false
         case .listening:
+            isListening = true
             // Whatever was notified while nobody listened: read it all.
             for (id, feed) in feeds {
                 if feed.lastSeq != nil { markDirty(id) } else { feeds[id]?.changedBeforeStart = true }

@@ -6,14 +6,22 @@ import ScrollbackModels
 /// without waiting, and the socket's own writer task takes them out at the
 /// pace the client reads. A client that falls behind is closed (with
 /// `StreamCloseCode.tooSlow`, so it resumes from its last seq) rather than
-/// allowed to hold memory or slow anyone else: at once when the queue passes
-/// its hard limit, or when it has stayed above its soft limit for the grace
-/// period. Frames are never dropped from a socket that stays open.
+/// allowed to hold memory or slow anyone else: when the queue has stayed
+/// above its soft limit for the grace period (it reads, but slower than the
+/// conversation moves), or when it is above its hard limit and the writer
+/// has taken nothing for the stall period (it stopped reading). Frames are
+/// never dropped from a socket that stays open.
+///
+/// The hard limit alone never closes a socket: one read of the change feed
+/// can queue a burst of hundreds of messages at once, larger than the limit,
+/// for a client that keeps up perfectly well. Such a burst costs little
+/// memory per socket, since every subscriber's queue holds the same buffers.
 final class OutboundQueue: Sendable {
     struct Limits: Sendable {
         var softBytes = 256 * 1024
         var hardBytes = 1024 * 1024
         var grace: Duration = .seconds(5)
+        var stall: Duration = .seconds(1)
     }
 
     enum Item: Sendable, Equatable {
@@ -26,6 +34,8 @@ final class OutboundQueue: Sendable {
         var frames = CircularBuffer<ByteBuffer>()
         var bytes = 0
         var aboveSoftSince: ContinuousClock.Instant?
+        /// When the writer last took a frame (or the queue was created).
+        var lastTaken: ContinuousClock.Instant
         /// Set once: the close that ends the queue, sent after the frames
         /// still queued (a shutdown) or instead of them (a slow client).
         var closing: Item?
@@ -33,11 +43,15 @@ final class OutboundQueue: Sendable {
         var finished = false
     }
 
-    private let state = NIOLockedValueBox(State())
+    private let state: NIOLockedValueBox<State>
     private let limits: Limits
+    private let now: @Sendable () -> ContinuousClock.Instant
 
-    init(limits: Limits = Limits()) {
+    /// `now` is the clock's reading; tests pass one they move by hand.
+    init(limits: Limits = Limits(), now: @escaping @Sendable () -> ContinuousClock.Instant = { .now }) {
         self.limits = limits
+        self.now = now
+        state = NIOLockedValueBox(State(lastTaken: now()))
     }
 
     enum PushResult: Sendable, Equatable {
@@ -52,13 +66,13 @@ final class OutboundQueue: Sendable {
     /// Queues a frame, unless the queue is closing or the client is too slow.
     @discardableResult
     func push(_ frame: ByteBuffer) -> PushResult {
-        let now = ContinuousClock.now
+        let now = self.now()
         let (waiter, accepted, lagged): (CheckedContinuation<Item?, Never>?, Bool, Bool) = state.withLockedValue {
             state in
             guard state.closing == nil, !state.finished else { return (nil, false, false) }
             let bytes = state.bytes + frame.readableBytes
             let lagging =
-                bytes > limits.hardBytes
+                (bytes > limits.hardBytes && now - state.lastTaken > limits.stall)
                 || (bytes > limits.softBytes && state.aboveSoftSince.map { now - $0 > limits.grace } == true)
             if lagging {
                 state.frames.removeAll()
@@ -73,6 +87,7 @@ final class OutboundQueue: Sendable {
                 return (nil, true, false)
             }
             state.bytes -= frame.readableBytes
+            state.lastTaken = now
             return (waiter, true, false)
         }
         if let waiter {
@@ -117,6 +132,7 @@ final class OutboundQueue: Sendable {
             let item: Item?? = state.withLockedValue { state in
                 if state.finished { return .some(nil) }
                 if let frame = state.frames.popFirst() {
+                    state.lastTaken = self.now()
                     state.bytes -= frame.readableBytes
                     if state.bytes <= limits.softBytes { state.aboveSoftSince = nil }
                     return .some(.frame(frame))

@@ -8,6 +8,9 @@ public enum FeedSignal: Sendable, Equatable {
     /// notifications sent while no connection listened are lost, so whoever
     /// consumes the feed catches up from the tables now.
     case listening
+    /// The listening connection ended (it is being replaced): until the next
+    /// `.listening`, notifications are not received.
+    case lost
     case event(FeedEvent)
 }
 
@@ -30,6 +33,7 @@ extension ScrollbackStore {
         var failures = 0
         while !Task.isCancelled {
             var connection: PostgresConnection?
+            var listened = false
             do {
                 let configuration = try url.connectionConfiguration(
                     options, applicationName: listenerApplicationName)
@@ -38,6 +42,7 @@ extension ScrollbackStore {
                 connection = listening
                 try await listening.listen(on: FeedEvent.channel) { notifications in
                     failures = 0
+                    listened = true
                     logger.debug("listening to the change feed")
                     await handle(.listening)
                     try await withThrowingTaskGroup(of: Void.self) { group in
@@ -64,6 +69,7 @@ extension ScrollbackStore {
                 logger.warning("the change feed's connection failed", metadata: ["error": "\(error)"])
             }
             try? await connection?.close()
+            if listened { await handle(.lost) }
             guard !Task.isCancelled else { return }
             failures += 1
             // 0.1 s doubling up to 5 s, with jitter so instances do not reconnect in step.

@@ -37,7 +37,9 @@ import Testing
         let store = ScrollbackStore(
             url: DatabaseURL(host: "127.0.0.1", port: 5432, username: "unused", password: nil, database: nil),
             logger: Logger(label: "unused"))
-        let router = buildRouter(store: store, tokens: try await TokenAuthority(secret: TestServer.secret))
+        let router = buildRouter(
+            store: store, tokens: try await TokenAuthority(secret: TestServer.secret),
+            live: LiveDelivery(store: store, logger: Logger(label: "unused")))
         // Hummingbird describes captures as OpenAPI does: `/v1/conversations/{id}`.
         // HEAD routes are generated from the GET ones.
         let served = Set(router.routes.filter { $0.method != .head }.map { "\($0.method.rawValue) \($0.path.description)" })

@@ -99,7 +99,7 @@ import Testing
     @Test func publicRoutesNeedNoToken() async throws {
         try await TestServer.run { server in
             #expect(try await server.request(.get, "/healthz").status == .ok)
-            #expect(try await server.request(.get, "/readyz").status == .ok)
+            #expect(try await server.readiness() == TestServer.ready)
             let description = try await server.request(.get, "/openapi.yaml")
             #expect(description.status == .ok)
             #expect(description.text.hasPrefix("openapi: 3.1"))

@@ -145,14 +145,22 @@ import Testing
             let bob = try await cluster.connect("bob")
             try await cluster.subscribe(bob, to: id)
             let sending = Task { try await cluster.send(120, to: id, as: "alice") }
+            let name = cluster.store.listenerApplicationName
             for _ in 0..<2 {
                 try await Task.sleep(for: .milliseconds(150))
-                let name = cluster.store.listenerApplicationName
-                let killed = try await TestDatabase.admin(cluster.url) { connection in
-                    try await connection.query(
-                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = \(name)",
-                        logger: connection.logger
-                    ).collect().count
+                // The listener from before (or its replacement after the last
+                // kill) must be connected before it can be killed; a kill that
+                // raced its reconnect found nothing and is tried again.
+                var killed = 0
+                for attempt in 0..<300 where killed == 0 {
+                    if attempt > 0 { try await Task.sleep(for: .milliseconds(100)) }
+                    try await cluster.untilListening()
+                    killed = try await TestDatabase.admin(cluster.url) { connection in
+                        try await connection.query(
+                            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = \(name)",
+                            logger: connection.logger
+                        ).collect().count
+                    }
                 }
                 #expect(killed == 1)
             }

@@ -46,7 +46,7 @@ import Testing
             let next = try await server.send("new", to: conversation.id, as: "alice", clientID: "x2")
             #expect(next.status == .created)
             #expect(try next.decode(MessageEnvelope.self).message.seq == 2)
-            #expect(try await server.request(.get, "/readyz").status == .ok)
+            #expect(try await server.readiness() == TestServer.ready)
         }
     }
 }

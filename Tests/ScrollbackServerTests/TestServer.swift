@@ -35,6 +35,31 @@ struct TestServer {
         }
     }
 
+    /// What `/readyz` reported, once it said ready or after `limit`: the
+    /// change feed's listener connects after the server starts, and later
+    /// still on a busy machine.
+    static func readiness(
+        within limit: Duration = .seconds(30), _ probe: () async throws -> (HTTPResponse.Status, Data)
+    ) async throws -> [String: String] {
+        let deadline = ContinuousClock.now + limit
+        while true {
+            let (status, body) = try await probe()
+            let report = try JSONDecoder().decode([String: String].self, from: body)
+            if status == .ok || ContinuousClock.now > deadline { return report }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+    }
+
+    /// `/readyz` once the server is ready (see `readiness(within:_:)`).
+    func readiness() async throws -> [String: String] {
+        try await Self.readiness {
+            let reply = try await request(.get, "/readyz")
+            return (reply.status, reply.body)
+        }
+    }
+
+    static let ready = ["status": "ready", "database": "up", "live_delivery": "listening"]
+
     func token(_ user: String) async throws -> String {
         try await tokens.token(for: user, ttl: 600)
     }

@@ -93,6 +93,7 @@ import Testing
                 await store.listenToFeed { signal in
                     switch signal {
                     case .listening: listening.withLockedValue { $0 = true }
+                    case .lost: listening.withLockedValue { $0 = false }
                     case .event(let event) where event.conversation == conversation:
                         received.withLockedValue { $0.append(event) }
                     case .event: break

@@ -101,7 +101,12 @@ public final class LiveCluster: Sendable {
     }
 
     private func start(port: Int, migrate: Bool) async throws -> Instance {
-        let store = ScrollbackStore(url: url, options: StoreOptions(maximumConnections: 4, searchPath: schema), logger: logger)
+        let store = ScrollbackStore(
+            url: url,
+            options: StoreOptions(
+                maximumConnections: 4, statementTimeout: TestDatabase.patientTimeout,
+                lockTimeout: TestDatabase.patientTimeout, searchPath: schema),
+            logger: logger)
         let live = LiveDelivery(store: store, options: options, logger: logger)
         let (ports, portReported) = AsyncStream<Int>.makeStream()
         var configuration = self.configuration
@@ -115,7 +120,31 @@ public final class LiveCluster: Sendable {
         let done = Task { try await group.run() }
         var iterator = ports.makeAsyncIterator()
         guard let bound = await iterator.next() else { throw CancellationError() }
-        return Instance(port: bound, store: store, live: live, group: group, done: done)
+        let instance = Instance(port: bound, store: store, live: live, group: group, done: done)
+        // Started means ready: sends made before the listener connects reach
+        // subscribers only by its first catch-up, which tests should not
+        // depend on by accident.
+        try await Self.untilListening(instance)
+        return instance
+    }
+
+    /// Waits until instance `index`'s change-feed listener is connected
+    /// (what `/readyz` reports), as after a reconnect.
+    public func untilListening(_ index: Int = 0) async throws {
+        try await Self.untilListening(instances[index])
+    }
+
+    private static func untilListening(_ instance: Instance, within limit: Duration = .seconds(30)) async throws {
+        let deadline = ContinuousClock.now + limit
+        while await !instance.live.isListening {
+            guard ContinuousClock.now < deadline else { throw NotListening(port: instance.port) }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
+    struct NotListening: Error, CustomStringConvertible {
+        var port: Int
+        var description: String { "the instance on port \(port) did not connect its change-feed listener in time" }
     }
 
     private func stop(_ instance: Instance) async throws {

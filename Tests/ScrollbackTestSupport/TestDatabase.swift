@@ -40,9 +40,17 @@ public enum TestDatabase {
         try server.get()
     }
 
+    /// The statement and lock timeouts of tests that do not test timeouts.
+    /// Sized for a busy machine, where tests run in parallel beside builds:
+    /// a transaction that holds a conversation's lock may then wait seconds
+    /// for a CPU between its statements, and thirty writers queued on that
+    /// lock wait thirty times as long. What such a test asserts does not
+    /// depend on how long it takes; a test of the deadlines sets its own.
+    public static let patientTimeout = Duration.seconds(60)
+
     /// Runs `body` with a running store on a fresh, migrated schema, then drops it.
     public static func withStore<T: Sendable>(
-        maximumConnections: Int = 8, statementTimeout: Duration = .seconds(10), lockTimeout: Duration = .seconds(10),
+        maximumConnections: Int = 8, statementTimeout: Duration = patientTimeout, lockTimeout: Duration = patientTimeout,
         migrated: Bool = true, _ body: (ScrollbackStore) async throws -> T
     ) async throws -> T {
         try await withSchema { url, schema in
