@@ -12,6 +12,7 @@ let package = Package(
         // A product of its own, so apps that do not use Combine do not link it.
         .library(name: "ScrollbackClientCombine", targets: ["ScrollbackClientCombine"]),
         .executable(name: "scrollback", targets: ["scrollback"]),
+        .executable(name: "scrollback-load", targets: ["scrollback-load"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
@@ -99,16 +100,40 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // Latency histograms, their summaries, open-loop pacing and process
+        // memory: what the benchmark and the load test measure with.
+        .target(
+            name: "ScrollbackMeasure",
+            dependencies: [.product(name: "Histogram", package: "hdrhistogram-swift")]
+        ),
         // Benchmarks print figures; they are not tests.
         .executableTarget(
             name: "scrollback-bench",
             dependencies: [
                 "ScrollbackLayout",
+                "ScrollbackMeasure",
                 // Only for the hot statements' SQL, which pgbench runs as the baseline.
                 "ScrollbackStore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]
+        ),
+        // The load test: real chat traffic through the client kit only (a
+        // black box to the server), with correctness checked at the end.
+        .executableTarget(
+            name: "scrollback-load",
+            dependencies: [
+                "ScrollbackClient",
+                "ScrollbackModels",
+                "ScrollbackMeasure",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+                // Signs the users' tokens, as the integrating app's backend would.
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
@@ -163,6 +188,13 @@ let package = Package(
                 "ScrollbackClientCombine", "ScrollbackClient", "ScrollbackTestSupport",
                 .product(name: "OpenCombineShim", package: "OpenCombine"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ]
+        ),
+        .testTarget(
+            name: "ScrollbackLoadTests",
+            dependencies: [
+                "scrollback-load", "ScrollbackTestSupport", "ScrollbackModels",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ]
         ),
         .testTarget(

@@ -72,6 +72,11 @@ extension ScrollbackClient {
     }
 
     @discardableResult
+    public func typing(in id: UUID, completion: @escaping Completion<Void>) -> Task<Void, Never> {
+        complete(completion) { () async throws(ScrollbackError) in try await typing(in: id) }
+    }
+
+    @discardableResult
     public func changes(
         in id: UUID, since version: Int64, limit: Int? = nil, completion: @escaping Completion<ChangeSet>
     ) -> Task<Void, Never> {

@@ -124,6 +124,11 @@ public struct ScrollbackClient: Sendable {
         try await call(.PUT, "/v1/conversations/\(id.wire)/read", body: ReadMarkerRequest(seq: seq))
     }
 
+    /// Tells the conversation's other members, live, that the caller is typing.
+    public func typing(in id: UUID) async throws(ScrollbackError) {
+        _ = try await exchange(.POST, "/v1/conversations/\(id.wire)/typing")
+    }
+
     /// What was created, edited or deleted after `version`.
     public func changes(in id: UUID, since version: Int64, limit: Int? = nil) async throws(ScrollbackError)
         -> ChangeSet

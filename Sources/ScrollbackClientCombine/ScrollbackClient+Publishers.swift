@@ -64,6 +64,10 @@ extension ScrollbackClient {
             deferred { () async throws(ScrollbackError) in try await client.markRead(seq, in: id) }
         }
 
+        public func typing(in id: UUID) -> AnyPublisher<Void, ScrollbackError> {
+            deferred { () async throws(ScrollbackError) in try await client.typing(in: id) }
+        }
+
         public func changes(in id: UUID, since version: Int64, limit: Int? = nil)
             -> AnyPublisher<ChangeSet, ScrollbackError>
         {

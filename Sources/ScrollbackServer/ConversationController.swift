@@ -14,6 +14,7 @@ struct ConversationController {
         group.post("conversations/:id/members", use: addMember)
         group.delete("conversations/:id/members/:user_id", use: removeMember)
         group.put("conversations/:id/read", use: markRead)
+        group.post("conversations/:id/typing", use: typing)
     }
 
     @Sendable func create(_ request: Request, context: ScrollbackRequestContext) async throws -> Response {
@@ -65,6 +66,17 @@ struct ConversationController {
         let id = try Self.conversationID(context)
         let input = try await RequestBody.decode(ReadMarkerRequest.self, from: request)
         return try JSONResponse.make(try await store.markRead(Validation.readSeq(input.seq), in: id, by: user))
+    }
+
+    /// Tells the conversation's live subscribers that the caller is typing,
+    /// as the socket's `typing` frame does, for clients that are not on a
+    /// socket. Nothing is stored; the fan-out shows it at most once per
+    /// `APILimits.typingIntervalSeconds` per user.
+    @Sendable func typing(_ request: Request, context: ScrollbackRequestContext) async throws -> Response {
+        let user = try context.requireUser()
+        let id = try Self.conversationID(context)
+        guard try await store.notifyTyping(in: id, by: user) else { throw APIError.conversationNotFound }
+        return Response(status: .noContent)
     }
 
     /// A path id that is not a UUID names no conversation: the same 404.

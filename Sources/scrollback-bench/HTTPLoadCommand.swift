@@ -1,6 +1,7 @@
 import ArgumentParser
 import AsyncHTTPClient
 import NIOCore
+import ScrollbackMeasure
 
 /// `scrollback-bench http`: one bounded load run against a running server,
 /// printed (or written) as a `Measurement`.

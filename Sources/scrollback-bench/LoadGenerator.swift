@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Histogram
 import NIOCore
+import ScrollbackMeasure
 
 /// How requests are paced.
 enum Pacing: Sendable {
@@ -99,21 +100,11 @@ struct LoadGenerator {
 
     private func runOpen(rate: Double, start: ContinuousClock.Instant, sink: AsyncStream<Sample>.Continuation) async {
         let clock = ContinuousClock()
-        let interval = Duration.seconds(1 / rate)
         let total = min(plan.maxRequests, Int(rate * plan.duration.seconds))
-        var random = SystemRandomNumberGenerator()
-        await withDiscardingTaskGroup { group in
-            for index in 0..<total {
-                let scheduled = start + interval * index
-                // Sleeping wakes a little late: every request already due
-                // goes out at once, still timed from its own schedule.
-                if scheduled > clock.now { try? await clock.sleep(until: scheduled, tolerance: .microseconds(50)) }
-                let request = workload.request(using: &random)
-                group.addTask {
-                    let outcome = await perform(request)
-                    sink.yield(Sample(microseconds: (clock.now - scheduled).microseconds, outcome: outcome))
-                }
-            }
+        await OpenLoop.run(rate: rate, count: total, from: start) { _, scheduled in
+            var random = SystemRandomNumberGenerator()
+            let outcome = await perform(workload.request(using: &random))
+            sink.yield(Sample(microseconds: (clock.now - scheduled).microseconds, outcome: outcome))
         }
     }
 
@@ -126,13 +117,4 @@ struct LoadGenerator {
             return .transportFailure
         }
     }
-}
-
-extension Duration {
-    var seconds: Double {
-        let (whole, attoseconds) = components
-        return Double(whole) + Double(attoseconds) / 1e18
-    }
-
-    var microseconds: UInt64 { UInt64(max(seconds * 1e6, 0)) }
 }

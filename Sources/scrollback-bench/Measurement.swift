@@ -1,5 +1,5 @@
 import Foundation
-import Histogram
+import ScrollbackMeasure
 
 /// One measured run (of the server or of pgbench), as the report reads it.
 struct Measurement: Codable, Sendable {
@@ -39,33 +39,5 @@ struct Measurement: Codable, Sendable {
         } else {
             print(String(decoding: data, as: UTF8.self))
         }
-    }
-}
-
-/// Latency in milliseconds.
-struct LatencySummary: Codable, Sendable {
-    var mean: Double
-    var p50: Double
-    var p90: Double
-    var p99: Double
-    var p999: Double
-    var max: Double
-
-    /// From a histogram of microseconds.
-    init(_ histogram: Histogram<UInt64>) {
-        func ms(_ microseconds: UInt64) -> Double { Double(microseconds) / 1_000 }
-        mean = histogram.mean / 1_000
-        p50 = ms(histogram.valueAtPercentile(50))
-        p90 = ms(histogram.valueAtPercentile(90))
-        p99 = ms(histogram.valueAtPercentile(99))
-        p999 = ms(histogram.valueAtPercentile(99.9))
-        max = ms(histogram.max)
-    }
-}
-
-extension Histogram<UInt64> {
-    /// Microseconds from 1 µs to 10 minutes, three significant digits.
-    static func microseconds() -> Histogram<UInt64> {
-        Histogram(lowestDiscernibleValue: 1, highestTrackableValue: 600_000_000, numberOfSignificantValueDigits: .three)
     }
 }

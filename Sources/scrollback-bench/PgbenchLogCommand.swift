@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Histogram
+import ScrollbackMeasure
 
 /// `scrollback-bench pgbench-log`: turns pgbench's per-transaction log
 /// (`pgbench -l`) into a `Measurement`, so the baseline is summarised exactly

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import ScrollbackMeasure
 
 /// `scrollback-bench report`: reads the measurements `scripts/bench` wrote
 /// (one `NAME.json` per run) and prints every figure beside its baseline and

@@ -145,6 +145,32 @@ import Testing
         }
     }
 
+    /// Typing announced over HTTP reaches the other members' live streams
+    /// (across instances), not the typer's own; a non-member is refused.
+    @Test func typingOverHTTPReachesTheOtherMembersLive() async throws {
+        try await LiveCluster.run(instances: 2) { cluster in
+            let alice = Self.client(cluster, "alice", baseURL: cluster.instances[0].baseURL)
+            let bob = Self.client(cluster, "bob", baseURL: cluster.instances[1].baseURL)
+            let id = try await alice.createConversation(members: ["bob"]).id
+            let (aliceEvents, bobEvents) = (EventLog(), EventLog())
+            let listening = [(alice, aliceEvents), (bob, bobEvents)].map { client, log in
+                Task { for try await event in client.live(conversation: id) { log.append(event) } }
+            }
+            defer { for task in listening { task.cancel() } }
+            for log in [aliceEvents, bobEvents] {
+                try await log.waitFor(timeout: .seconds(15)) { $0.contains(.connected(lastSeq: 0)) }
+            }
+            try await alice.typing(in: id)
+            try await bobEvents.waitFor(timeout: .seconds(10)) { $0.contains(.typing(userId: "alice")) }
+            _ = try await alice.send("done typing", to: id)
+            try await aliceEvents.waitForMessages(1)
+            #expect(!aliceEvents.all.contains(.typing(userId: "alice")))
+            await #expect(throws: ScrollbackError.notFound(code: .conversationNotFound, message: "No conversation with this id is visible to you: it does not exist or you are not a member.")) {
+                try await Self.client(cluster, "carol").typing(in: id)
+            }
+        }
+    }
+
     /// More missed than the stream replays: the kit pages the rest over
     /// HTTP, and the consumer still sees every message once, in order.
     @Test func liveAfterMoreThanTheBacklogLimitPagesOverHTTP() async throws {

@@ -2,7 +2,7 @@ import Foundation
 
 /// VmRSS of a process, in KiB, from /proc (Linux); nil elsewhere or when the
 /// process is gone.
-func residentMemoryKiB(of pid: Int32) -> Int? {
+public func residentMemoryKiB(of pid: Int32) -> Int? {
     guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
     for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {
         return line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first.flatMap { Int($0) }
@@ -11,7 +11,7 @@ func residentMemoryKiB(of pid: Int32) -> Int? {
 }
 
 /// Samples a process's resident memory until cancelled and returns the peak.
-func peakResidentMemoryKiB(of pid: Int32, every interval: Duration = .milliseconds(200)) async -> Int? {
+public func peakResidentMemoryKiB(of pid: Int32, every interval: Duration = .milliseconds(200)) async -> Int? {
     var peak: Int?
     while !Task.isCancelled {
         if let current = residentMemoryKiB(of: pid) { peak = max(peak ?? 0, current) }

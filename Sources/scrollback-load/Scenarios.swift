@@ -1,0 +1,258 @@
+import Foundation
+import ScrollbackMeasure
+
+/// The shapes of traffic the load test runs; each is bounded in time and
+/// count and stops by itself.
+enum Scenario: String, CaseIterable, Sendable {
+    /// Users in conversations sending at a fixed rate, subscribers on every
+    /// member, readers paging back, typing and read markers.
+    case chat
+    /// One conversation, many subscribers, one sender at a fixed rate.
+    case fanout
+    /// Sockets subscribed and doing nothing: the server's memory per socket.
+    case idle
+    /// Every subscriber loses its connection at once and resumes.
+    case storm
+}
+
+/// What a scenario is asked to do (the command line's options).
+struct ScenarioSettings: Sendable, Encodable {
+    var seconds: Int
+    var users: Int
+    var conversations: Int
+    var members: Int
+    /// Messages per second: per conversation for `chat`, in all for `fanout` and `storm`.
+    var rate: Double
+    var subscribers: Int
+    var readers: Int
+    /// The server processes whose memory `idle` measures (and the others report).
+    var serverPIDs: [Int32]
+    /// A shell command that `storm` runs to disrupt the servers; without
+    /// one, the clients drop their own connections.
+    var disruptCommand: String?
+}
+
+/// Extra figures of a scenario, beside the operations' table.
+struct ScenarioFigures: Sendable, Encodable {
+    var idleSockets: Int?
+    var serverRSSBeforeKiB: Int?
+    var serverRSSAfterKiB: Int?
+    var kibPerIdleSocket: Double?
+    var stormSockets: Int?
+    var stormDisruption: String?
+    var secondsUntilAllResubscribed: Double?
+    var allResubscribed: Bool?
+
+    enum CodingKeys: String, CodingKey {
+        case idleSockets = "idle_sockets", serverRSSBeforeKiB = "server_rss_before_kib"
+        case serverRSSAfterKiB = "server_rss_after_kib", kibPerIdleSocket = "kib_per_idle_socket"
+        case stormSockets = "storm_sockets", stormDisruption = "storm_disruption"
+        case secondsUntilAllResubscribed = "seconds_until_all_resubscribed", allResubscribed = "all_resubscribed"
+    }
+}
+
+/// The result of a scenario: its figures and what the final check found.
+struct ScenarioOutcome: Sendable {
+    var figures = ScenarioFigures()
+    var violations: [DeliveryLedger.Violation] = []
+}
+
+extension LoadRun {
+    func run(_ scenario: Scenario, _ settings: ScenarioSettings) async throws -> ScenarioOutcome {
+        switch scenario {
+        case .chat: try await chat(settings)
+        case .fanout: try await fanout(settings)
+        case .idle: try await idle(settings)
+        case .storm: try await storm(settings)
+        }
+    }
+
+    /// How long the last messages may take to reach every subscriber.
+    static let drain = Duration.seconds(30)
+
+    /// Subscribes every member of every conversation, spread over the targets
+    /// by subscriber number, and waits until all are connected.
+    private func subscribeAll(_ members: [(conversation: UUID, members: [String])]) async throws {
+        var id = 0
+        for (conversation, users) in members {
+            for user in users {
+                subscribe(id, user: user, to: conversation, target: id)
+                id += 1
+                // Opened in batches, as phones that come online do, rather
+                // than thousands of upgrades in the same millisecond.
+                if id.isMultiple(of: 200) { _ = await untilConnected(within: .seconds(60)) }
+            }
+        }
+        guard await untilConnected(within: .seconds(120)) else {
+            throw LoadFailure("Only \(connectedCount) of \(subscriptionCount) subscriptions connected within 2 minutes.")
+        }
+    }
+
+    /// Sends `count` messages at `rate` per second, each from a member
+    /// drawn by `pick` (conversation, sender, target).
+    private func sendOpenLoop(
+        rate: Double, count: Int, _ pick: @escaping @Sendable (Int) -> (conversation: UUID, user: String, target: Int)
+    ) async {
+        await OpenLoop.run(rate: rate, count: count) { [self] index, scheduled in
+            let (conversation, user, target) = pick(index)
+            await send(
+                "message \(index) of \(runID)", to: conversation, as: user, target: target,
+                clientId: "\(runID)-\(index)", scheduledAt: scheduled)
+        }
+    }
+
+    /// Runs `body` every `interval` until `end`.
+    private func every(_ interval: Duration, until end: ContinuousClock.Instant, _ body: @escaping @Sendable () async -> Void) -> Task<Void, Never> {
+        Task {
+            while true {
+                do { try await Task.sleep(for: interval) } catch { return }
+                guard ContinuousClock.now < end else { return }
+                await body()
+            }
+        }
+    }
+
+    // MARK: chat
+
+    private func chat(_ settings: ScenarioSettings) async throws -> ScenarioOutcome {
+        let users = (0..<settings.users).map { "\(runID)-u\($0)" }
+        let size = min(settings.members, users.count, 1_000)
+        var conversations: [(conversation: UUID, members: [String])] = []
+        for index in 0..<settings.conversations {
+            // Members drawn round the users, so every user is in some conversation.
+            let members = (0..<size).map { users[(index * size + $0) % users.count] }
+            let id = try await createConversation(creator: members[0], members: Array(members.dropFirst()), target: index)
+            conversations.append((id, members))
+        }
+        try await subscribeAll(conversations)
+
+        let end = ContinuousClock.now + .seconds(settings.seconds)
+        let snapshot = conversations
+        // Readers open conversations and page back through their history.
+        let readers = (0..<settings.readers).map { reader in
+            every(.milliseconds(500), until: end) { [self] in
+                let (conversation, members) = snapshot.randomElement()!
+                await read(conversation, as: members.randomElement()!, target: reader, pages: Int.random(in: 1...4))
+            }
+        }
+        // Some members mark read what they have received, some type.
+        let markers = every(.seconds(1), until: end) { [self] in
+            let count = subscriptionCount
+            for id in (0..<max(count / 10, 1)).map({ _ in Int.random(in: 0..<count) }) { await markRead(subscriber: id) }
+        }
+        let typists = every(.seconds(1), until: end) { [self] in
+            for _ in 0..<max(snapshot.count / 5, 1) {
+                let (conversation, members) = snapshot.randomElement()!
+                await typing(in: conversation, as: members.randomElement()!, target: Int.random(in: 0..<targets.count))
+            }
+        }
+        let total = Int(settings.rate * Double(snapshot.count) * Double(settings.seconds))
+        await sendOpenLoop(rate: settings.rate * Double(snapshot.count), count: total) { index in
+            let conversation = index % snapshot.count
+            let (id, members) = snapshot[conversation]
+            let sender = (index / snapshot.count) % members.count
+            return (id, members[sender], conversation + index)
+        }
+        for task in readers + [markers, typists] { await task.value }
+        var outcome = ScenarioOutcome()
+        outcome.violations = await finish(readers: Dictionary(uniqueKeysWithValues: snapshot.map { ($0.conversation, $0.members[0]) }), drain: Self.drain)
+        return outcome
+    }
+
+    // MARK: fanout
+
+    private func fanout(_ settings: ScenarioSettings) async throws -> ScenarioOutcome {
+        let members = (0..<min(max(settings.subscribers, 2), 1_000)).map { "\(runID)-f\($0)" }
+        let id = try await createConversation(creator: members[0], members: Array(members.dropFirst()), target: 0)
+        try await subscribeAll([(id, members)])
+        let total = Int(settings.rate * Double(settings.seconds))
+        await sendOpenLoop(rate: settings.rate, count: total) { index in (id, members[0], index) }
+        var outcome = ScenarioOutcome()
+        outcome.violations = await finish(readers: [id: members[0]], drain: Self.drain)
+        return outcome
+    }
+
+    // MARK: idle
+
+    /// Conversations of up to 100 members, one socket per member.
+    private func idleConversations(_ sockets: Int, prefix: String) async throws -> [(conversation: UUID, members: [String])] {
+        let users = (0..<sockets).map { "\(runID)-\(prefix)\($0)" }
+        var conversations: [(conversation: UUID, members: [String])] = []
+        for (index, start) in stride(from: 0, to: users.count, by: 100).enumerated() {
+            let members = Array(users[start..<min(start + 100, users.count)])
+            let id = try await createConversation(creator: members[0], members: Array(members.dropFirst()), target: index)
+            conversations.append((id, members))
+        }
+        return conversations
+    }
+
+    private func serverMemoryKiB(_ pids: [Int32]) -> Int? {
+        let readings = pids.compactMap(residentMemoryKiB(of:))
+        return readings.isEmpty || readings.count < pids.count ? nil : readings.reduce(0, +)
+    }
+
+    private func idle(_ settings: ScenarioSettings) async throws -> ScenarioOutcome {
+        let conversations = try await idleConversations(settings.subscribers, prefix: "i")
+        var outcome = ScenarioOutcome()
+        outcome.figures.idleSockets = settings.subscribers
+        // Let the setup's garbage settle before the first reading.
+        try await Task.sleep(for: .seconds(2))
+        let before = serverMemoryKiB(settings.serverPIDs)
+        try await subscribeAll(conversations)
+        try await Task.sleep(for: .seconds(3))
+        let after = serverMemoryKiB(settings.serverPIDs)
+        outcome.figures.serverRSSBeforeKiB = before
+        outcome.figures.serverRSSAfterKiB = after
+        if let before, let after {
+            outcome.figures.kibPerIdleSocket = Double(after - before) / Double(settings.subscribers)
+        }
+        try await Task.sleep(for: .seconds(settings.seconds))
+        outcome.violations = await finish(
+            readers: Dictionary(uniqueKeysWithValues: conversations.map { ($0.conversation, $0.members[0]) }), drain: Self.drain)
+        return outcome
+    }
+
+    // MARK: storm
+
+    private func storm(_ settings: ScenarioSettings) async throws -> ScenarioOutcome {
+        let conversations = try await idleConversations(settings.subscribers, prefix: "s")
+        try await subscribeAll(conversations)
+        var outcome = ScenarioOutcome()
+        outcome.figures.stormSockets = settings.subscribers
+        outcome.figures.stormDisruption = settings.disruptCommand.map { "command: \($0)" } ?? "clients dropped their connections"
+
+        let total = Int(settings.rate * Double(settings.seconds))
+        let snapshot = conversations
+        let sending = Task {
+            await sendOpenLoop(rate: settings.rate, count: total) { index in
+                let (id, members) = snapshot[index % snapshot.count]
+                return (id, members[(index / snapshot.count) % members.count], index)
+            }
+        }
+        try await Task.sleep(for: .seconds(Double(settings.seconds) / 3))
+        let disrupted = ContinuousClock.now
+        let dropsBefore = dropCount
+        if let command = settings.disruptCommand {
+            try await Self.runShell(command)
+        } else {
+            reopenAllSubscriptions()
+        }
+        outcome.figures.allResubscribed = await untilConnected(afterDrops: dropsBefore + 1, within: .seconds(120))
+        outcome.figures.secondsUntilAllResubscribed = (ContinuousClock.now - disrupted).seconds
+        await sending.value
+        outcome.violations = await finish(
+            readers: Dictionary(uniqueKeysWithValues: conversations.map { ($0.conversation, $0.members[0]) }), drain: Self.drain)
+        return outcome
+    }
+
+    /// Runs `command` with /bin/sh and waits for it, on a thread of its own
+    /// (the wait blocks); fails when it fails.
+    private static func runShell(_ command: String) async throws {
+        let status = await withCheckedContinuation { continuation in
+            Thread.detachNewThread { continuation.resume(returning: system(command)) }
+        }
+        guard status == 0 else {
+            throw LoadFailure("The disruption command failed (status \(status)): \(command)")
+        }
+    }
+}

@@ -1,0 +1,73 @@
+import AsyncHTTPClient
+import Foundation
+import ScrollbackModels
+import ScrollbackTestSupport
+@testable import scrollback_load
+import Testing
+
+/// The load test itself, run against two real instances: a clean run
+/// passes its check, and a run whose deliveries are broken fails it, naming
+/// the conversation and the seq.
+@Suite(.serialized) struct LoadRunTests {
+    static let settings = ScenarioSettings(
+        seconds: 3, users: 6, conversations: 2, members: 3, rate: 4, subscribers: 6, readers: 1, serverPIDs: [],
+        disruptCommand: nil)
+
+    static func load(
+        _ cluster: LiveCluster, dropDelivery: @escaping @Sendable (Int, Message) -> Bool = { _, _ in false }
+    ) async -> LoadRun {
+        LoadRun(
+            targets: cluster.instances.map(\.baseURL), http: .shared, issuer: await TokenIssuer(secret: LiveCluster.secret),
+            dropDelivery: dropDelivery)
+    }
+
+    @Test func aChatRunOverTwoInstancesDeliversEverythingOnce() async throws {
+        try await LiveCluster.run(instances: 2) { cluster in
+            let load = await Self.load(cluster)
+            let outcome = try await load.run(.chat, Self.settings)
+            #expect(outcome.violations == [])
+            let totals = load.ledgerTotals
+            #expect(totals.acknowledged == 24 && totals.unanswered == 0 && totals.subscribers == 6)
+            let tallies = load.stats.snapshot()
+            // Every subscriber got every message: 2 conversations × 12 sends × 3 members.
+            #expect(tallies[Operation.deliver.rawValue]?.count == 72)
+            #expect(tallies[Operation.page.rawValue]?.count ?? 0 > 0)
+        }
+    }
+
+    @Test func aDeliveryTheServiceDroppedFailsTheCheck() async throws {
+        try await LiveCluster.run(instances: 2) { cluster in
+            // Subscriber 4 "does not receive" the conversation's fifth message.
+            let load = await Self.load(cluster) { subscriber, message in subscriber == 4 && message.seq == 5 }
+            let outcome = try await load.run(.chat, Self.settings)
+            #expect(outcome.violations.count == 1)
+            let violation = try #require(outcome.violations.first)
+            #expect(violation.problem == "lost seqs 5")
+            #expect(violation.subscriber?.hasPrefix("\(load.runID)-u") == true)
+            let report = LoadReport(scenario: .chat, settings: Self.settings, load: load, outcome: .success(outcome))
+            #expect(!report.passed)
+            #expect(report.text.contains("VIOLATION: conversation \(violation.conversation.uuidString.lowercased())"))
+        }
+    }
+
+    @Test func aStormOfClientReconnectsLosesNothing() async throws {
+        try await LiveCluster.run(instances: 2) { cluster in
+            let load = await Self.load(cluster)
+            var settings = Self.settings
+            settings.subscribers = 40
+            settings.rate = 10
+            let outcome = try await load.run(.storm, settings)
+            #expect(outcome.violations == [])
+            #expect(outcome.figures.allResubscribed == true)
+            #expect(load.ledgerTotals.acknowledged == 30)
+        }
+    }
+
+    @Test func onlyLoopbackTargetsUnlessAllowed() throws {
+        #expect(ScrollbackLoad.isLoopback("127.0.0.1") && ScrollbackLoad.isLoopback("127.8.0.2"))
+        #expect(ScrollbackLoad.isLoopback("localhost") && ScrollbackLoad.isLoopback("[::1]"))
+        #expect(!ScrollbackLoad.isLoopback("10.0.0.1") && !ScrollbackLoad.isLoopback("example.com"))
+        #expect(throws: (any Error).self) { try ScrollbackLoad.parse(["--target", "http://192.168.1.5:8080"]) }
+        #expect(try ScrollbackLoad.parse(["--target", "http://192.168.1.5:8080", "--allow-remote"]).targets == ["http://192.168.1.5:8080"])
+    }
+}
