@@ -139,7 +139,7 @@ import Testing
             try await events.waitForMessages(9, timeout: .seconds(60))
             _ = try await alice.send("after 10", to: id)
             try await events.waitForMessages(10)
-            try await events.waitFor(timeout: .seconds(10)) { $0.contains(.updated(try await alice.page(of: id, .around(1), limit: 1).messages[0])) }
+            try await events.waitFor(timeout: .seconds(60)) { $0.contains(.updated(try await alice.page(of: id, .around(1), limit: 1).messages[0])) }
             #expect(events.messages.map(\.seq) == Array(1...10))
             #expect(events.all.contains { if case .disconnected = $0 { true } else { false } })
         }
@@ -158,10 +158,10 @@ import Testing
             }
             defer { for task in listening { task.cancel() } }
             for log in [aliceEvents, bobEvents] {
-                try await log.waitFor(timeout: .seconds(15)) { $0.contains(.connected(lastSeq: 0)) }
+                try await log.waitFor(timeout: .seconds(60)) { $0.contains(.connected(lastSeq: 0)) }
             }
             try await alice.typing(in: id)
-            try await bobEvents.waitFor(timeout: .seconds(10)) { $0.contains(.typing(userId: "alice")) }
+            try await bobEvents.waitFor(timeout: .seconds(60)) { $0.contains(.typing(userId: "alice")) }
             _ = try await alice.send("done typing", to: id)
             try await aliceEvents.waitForMessages(1)
             #expect(!aliceEvents.all.contains(.typing(userId: "alice")))
@@ -251,7 +251,7 @@ final class EventLog: Sendable {
         all.compactMap { if case .message(let message) = $0 { message } else { nil } }
     }
 
-    func waitForMessages(_ count: Int, timeout: Duration = .seconds(15)) async throws {
+    func waitForMessages(_ count: Int, timeout: Duration = .seconds(60)) async throws {
         try await waitFor(timeout: timeout) { $0.filter { if case .message = $0 { true } else { false } }.count >= count }
     }
 

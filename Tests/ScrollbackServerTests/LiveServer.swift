@@ -42,7 +42,7 @@ extension ServerFrame {
 extension StreamClient {
     /// The next `count` new messages, skipping other frames; fails when one
     /// is missing after `timeout`.
-    func messages(_ count: Int, timeout: Duration = .seconds(20)) async throws -> [Message] {
+    func messages(_ count: Int, timeout: Duration = .seconds(60)) async throws -> [Message] {
         var messages: [Message] = []
         let deadline = ContinuousClock.now + timeout
         while messages.count < count {

@@ -106,20 +106,39 @@ import Testing
             #expect(try await forged.next().errorCode == .unauthorized)
             #expect(try await forged.closed()?.closeCode == WebSocketErrorCode(codeNumber: StreamCloseCode.unauthorized))
 
+            // A token that expires while the socket is open: it is closed then.
             let expiring = StreamClient(port: cluster.instances[0].port, token: try await cluster.token("alice", ttl: 2))
             try await expiring.waitUntilConnected()
             try expiring.send(.ping)
-            #expect(try await expiring.next() == .pong)
-            #expect(try await expiring.next(timeout: .seconds(6)).errorCode == .unauthorized)
+            let beforeExpiry = try await expiring.next()
+            if beforeExpiry == .pong {  // answered in time (not on a machine too busy to answer within 2 s)
+                #expect(try await expiring.next().errorCode == .unauthorized)
+            } else {
+                #expect(beforeExpiry.errorCode == .unauthorized)
+            }
             #expect(try await expiring.closed()?.closeCode == WebSocketErrorCode(codeNumber: StreamCloseCode.unauthorized))
 
-            // A fresh token of the same user, sent in time, keeps the socket open.
-            let refreshed = StreamClient(port: cluster.instances[0].port, token: try await cluster.token("alice", ttl: 2))
-            try await refreshed.waitUntilConnected()
-            try refreshed.send(.auth(token: try await cluster.token("alice")))
-            try await Task.sleep(for: .seconds(3))
-            try refreshed.send(.ping)
-            #expect(try await refreshed.next() == .pong)
+            // A fresh token of the same user, sent in time, keeps the socket
+            // open past the first one's expiry. "In time" is confirmed by the
+            // pong that follows it; on a machine too busy for that the socket
+            // may have expired first, and the setup is tried again.
+            for attempt in 1...5 {
+                let ttl: TimeInterval = 3
+                let issued = Date()
+                let refreshed = StreamClient(port: cluster.instances[0].port, token: try await cluster.token("alice", ttl: ttl))
+                try await refreshed.waitUntilConnected()
+                try refreshed.send(.auth(token: try await cluster.token("alice")))
+                try refreshed.send(.ping)
+                let confirmation = try await refreshed.next()
+                guard confirmation == .pong, Date() < issued.addingTimeInterval(ttl - 0.5) else {
+                    if attempt == 5 { Issue.record("the fresh token never arrived before the first expired: \(confirmation)") }
+                    continue
+                }
+                try await Task.sleep(for: .seconds(ttl + 1))
+                try refreshed.send(.ping)
+                #expect(try await refreshed.next() == .pong)
+                break
+            }
         }
     }
 
@@ -181,7 +200,7 @@ import Testing
             #expect(seen.count < count - Int(start))
             #expect(seen == Array(seen.indices.map { start + Int64($0) + 1 }), "a gap in what the slow client got")
             // Cut (the close frame could not get through the full socket) or closed with tooSlow.
-            let close = try await bob.closed(timeout: .seconds(5))
+            let close = try await bob.closed()
             #expect(close == nil || close?.closeCode == WebSocketErrorCode(codeNumber: StreamCloseCode.tooSlow))
         }
     }

@@ -179,7 +179,7 @@ import Testing
             for client in [onFirst, onSecond, alice] { try await cluster.subscribe(client, to: id) }
             try await cluster.store.removeMember("bob", from: id, by: "alice")
             for client in [onFirst, onSecond] {
-                let frame = try await client.next(timeout: .seconds(1))
+                let frame = try await client.next()
                 #expect(frame == .memberRemoved(conversationId: id))
             }
             try await cluster.send(3, to: id, as: "alice", from: 1)

@@ -12,6 +12,11 @@ import WSClient
 /// the server sends arrives as decoded frames, what the test sends goes out
 /// as text frames, and the close frame the server sent is kept.
 final class StreamClient: Sendable {
+    /// How long a test waits for a frame, a close or the upgrade it expects:
+    /// long enough for a machine whose cores are all taken. Only a test that
+    /// fails waits that long; tests that expect nothing use `drain(for:)`.
+    static let patience = Duration.seconds(30)
+
     private enum Outgoing: Sendable {
         case text(String)
         case raw(WebSocketFrame)
@@ -108,7 +113,7 @@ final class StreamClient: Sendable {
     }
 
     /// The next frame from the server; fails the test after `timeout`.
-    func next(timeout: Duration = .seconds(10), sourceLocation: SourceLocation = #_sourceLocation) async throws
+    func next(timeout: Duration = StreamClient.patience, sourceLocation: SourceLocation = #_sourceLocation) async throws
         -> ServerFrame
     {
         guard let text = await frames.next(timeout: timeout) else {
@@ -121,7 +126,7 @@ final class StreamClient: Sendable {
 
     /// Frames until one matches, skipping the others (typing, read, pong).
     func next(
-        where matches: (ServerFrame) -> Bool, timeout: Duration = .seconds(10),
+        where matches: (ServerFrame) -> Bool, timeout: Duration = StreamClient.patience,
         sourceLocation: SourceLocation = #_sourceLocation
     ) async throws -> ServerFrame {
         let deadline = ContinuousClock.now + timeout
@@ -147,7 +152,7 @@ final class StreamClient: Sendable {
 
     /// The close frame the server sent, once the connection has ended (nil
     /// if it ended without one); throws `stillOpen` after `timeout`.
-    func closed(timeout: Duration = .seconds(15)) async throws -> WebSocketCloseFrame? {
+    func closed(timeout: Duration = StreamClient.patience) async throws -> WebSocketCloseFrame? {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if let result = ended.withLockedValue({ $0 }) { return try result.get() }
@@ -169,7 +174,7 @@ final class StreamClient: Sendable {
     }
 
     /// Waits until the socket is open (the upgrade answered 101).
-    func waitUntilConnected(timeout: Duration = .seconds(10)) async throws {
+    func waitUntilConnected(timeout: Duration = StreamClient.patience) async throws {
         guard await frames.waitConnected(timeout: timeout) else {
             if case .failure(let error) = await run.result { throw StreamClientError.notConnected("\(error)") }
             throw StreamClientError.notConnected("refused or timed out")

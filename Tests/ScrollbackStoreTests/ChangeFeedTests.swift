@@ -102,7 +102,7 @@ import Testing
             }
             while !listening.withLockedValue({ $0 }) { try await Task.sleep(for: .milliseconds(10)) }
             try await body { count in
-                let deadline = ContinuousClock.now + .seconds(10)
+                let deadline = ContinuousClock.now + .seconds(60)
                 while received.withLockedValue({ $0.count }) < count, ContinuousClock.now < deadline {
                     try await Task.sleep(for: .milliseconds(10))
                 }

@@ -30,7 +30,10 @@ import Testing
     /// timeout and is then refused (rolled back), long before the holder
     /// lets go; afterwards nothing was stored and the pool serves at once.
     @Test func aSendWaitingForALockIsEndedByTheDatabaseNotByTheHolder() async throws {
-        try await TestDatabase.withStore(maximumConnections: 4, statementTimeout: .seconds(3), lockTimeout: .milliseconds(300)) {
+        // The lock timeout is what ends each send; the statement timeout (and
+        // with it the deadline that would answer `outcome_unknown`) is long,
+        // so that a busy machine does not reach it first.
+        try await TestDatabase.withStore(maximumConnections: 4, lockTimeout: .milliseconds(300)) {
             store in
             let conversation = try await store.createConversation(creator: "alice", title: nil, members: [])
             let released = ReleaseFlag()
@@ -144,7 +147,7 @@ import Testing
     /// body) over and over, through a small pool: every retry is the
     /// original, and afterwards the pool still serves a new send and a ping.
     @Test func aRetryStormLeavesThePoolServing() async throws {
-        try await TestDatabase.withStore(maximumConnections: 4, statementTimeout: .seconds(3)) { store in
+        try await TestDatabase.withStore(maximumConnections: 4) { store in
             let conversation = try await store.createConversation(creator: "alice", title: nil, members: [])
             let first = try await store.send(to: conversation.id, from: "alice", body: "once", clientID: "x1")
             let replays = try await withThrowingTaskGroup(of: [SendOutcome].self) { group in
