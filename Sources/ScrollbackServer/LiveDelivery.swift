@@ -70,9 +70,12 @@ public struct LiveDelivery: Service {
     }
 
     /// Reads what the feed announced, one read per conversation, and fans
-    /// it out; a read that fails is tried again shortly.
+    /// it out; a read that fails is tried again shortly. A conversation is
+    /// never read twice at once: the next pass starts after every read of
+    /// this one was applied. Ends with `stopWorker` or cancellation.
     private func catchUp() async {
-        while let requests = await hub.nextReads() {
+        for await _ in hub.wakeUps {
+            let requests = await hub.takeReads()
             var failed = false
             await withTaskGroup(of: Bool.self) { group in
                 for request in requests {
@@ -120,6 +123,6 @@ public struct LiveDelivery: Service {
         while await hub.openSockets > 0, ContinuousClock.now < deadline {
             try? await Task.sleep(for: .milliseconds(20))
         }
-        await hub.stopWorker()
+        hub.stopWorker()
     }
 }

@@ -131,7 +131,6 @@ struct StreamSession {
             case .subscribe(let id, let afterSeq):
                 try await subscribe(socket, user: user, to: id, after: afterSeq)
             case .unsubscribe(let id):
-                socket.forget(id)
                 await live.hub.unsubscribe(socket, from: id)
             case .send(let id, let body, let clientID):
                 do {
@@ -163,9 +162,8 @@ struct StreamSession {
         if let afterSeq, afterSeq < 0 {
             throw APIError.unprocessable(.invalidField, "Field `after_seq` must be 0 or more.")
         }
-        await live.hub.unsubscribe(socket, from: id)
+        // Replaces a subscription to the same conversation, if any.
         await live.hub.register(socket, user: user, to: id)
-        socket.remember(id)
         do {
             guard
                 let snapshot = try await store.feed(
@@ -175,7 +173,6 @@ struct StreamSession {
             else { throw StoreError.conversationNotFound }
             await live.hub.activate(socket, to: id, snapshot: snapshot)
         } catch {
-            socket.forget(id)
             await live.hub.unsubscribe(socket, from: id)
             throw error
         }

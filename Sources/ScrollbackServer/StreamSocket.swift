@@ -6,8 +6,8 @@ import NIOWebSocket
 import ScrollbackModels
 
 /// One live-stream socket as the hub and the server see it: its bounded
-/// outbound queue, who it belongs to once authenticated, what it is
-/// subscribed to, and how it is closed.
+/// outbound queue, who it belongs to once authenticated, and how it is
+/// closed. What it is subscribed to is the hub's to know (`LiveRouting`).
 final class StreamSocket: Sendable {
     let id: Int
     let queue: OutboundQueue
@@ -19,7 +19,6 @@ final class StreamSocket: Sendable {
     private struct State {
         var user: UserID?
         var expires: Date?
-        var subscriptions: Set<UUID> = []
         var lastTyping: [UUID: ContinuousClock.Instant] = [:]
         /// A frame is being handled: a shutdown waits for its answer.
         var handling = false
@@ -101,10 +100,6 @@ final class StreamSocket: Sendable {
             $0.expires = expires
         }
     }
-
-    func remember(_ id: UUID) { state.withLockedValue { _ = $0.subscriptions.insert(id) } }
-    func forget(_ id: UUID) { state.withLockedValue { _ = $0.subscriptions.remove(id) } }
-    func subscriptions() -> Set<UUID> { state.withLockedValue { $0.subscriptions } }
 
     /// Whether a `typing` frame for `id` should go out now: at most one per
     /// conversation every `interval`.
