@@ -101,10 +101,26 @@ import Testing
 
     @Test func anInvalidOrExpiringTokenClosesWith4401() async throws {
         try await LiveCluster.run { cluster in
-            let forged = StreamClient(port: cluster.instances[0].port, token: "not.a.token")
-            try await forged.waitUntilConnected()
-            #expect(try await forged.next().errorCode == .unauthorized)
-            #expect(try await forged.closed()?.closeCode == WebSocketErrorCode(codeNumber: StreamCloseCode.unauthorized))
+            // A token in the header that is not valid: the error frame and
+            // 4401 follow the upgrade at once. On a busy machine, about one
+            // full run in five, the test's client (swift-websocket's
+            // WSClient) reported no frame and an open connection 30 s later,
+            // although the server cuts such a connection after 5 s whatever
+            // the client does; a connection of the test process was seen in
+            // CLOSE-WAIT then, the server's FIN left unread on the client's
+            // side. So a connection that shows nothing for 10 s is replaced
+            // (the setup is retried), and each one that shows something must
+            // show exactly this.
+            var answered = false
+            for _ in 1...3 where !answered {
+                let forged = StreamClient(port: cluster.instances[0].port, token: "not.a.token")
+                try await forged.waitUntilConnected()
+                guard let first = await forged.frame(within: .seconds(10)) else { continue }
+                answered = true
+                #expect(first.errorCode == .unauthorized)
+                #expect(try await forged.closed()?.closeCode == WebSocketErrorCode(codeNumber: StreamCloseCode.unauthorized))
+            }
+            #expect(answered, "no connection with an invalid token got its error frame")
 
             // A token that expires while the socket is open: it is closed then.
             let expiring = StreamClient(port: cluster.instances[0].port, token: try await cluster.token("alice", ttl: 2))

@@ -137,6 +137,13 @@ final class StreamClient: Sendable {
     }
 
     /// Every frame that arrives within `window`.
+    /// The next frame if one comes within `window`; nil otherwise (no
+    /// issue recorded: for a test that handles the absence itself).
+    func frame(within window: Duration) async -> ServerFrame? {
+        guard let text = await frames.next(timeout: window) else { return nil }
+        return try? ScrollbackJSON.decoder().decode(ServerFrame.self, from: Data(text.utf8))
+    }
+
     func drain(for window: Duration) async -> [ServerFrame] {
         var result: [ServerFrame] = []
         let deadline = ContinuousClock.now + window
