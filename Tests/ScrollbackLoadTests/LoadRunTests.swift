@@ -13,53 +13,71 @@ import Testing
         seconds: 3, users: 6, conversations: 2, members: 3, rate: 4, subscribers: 6, readers: 1, serverPIDs: [],
         disruptCommand: nil)
 
-    static func load(
-        _ cluster: LiveCluster, dropDelivery: @escaping @Sendable (Int, Message) -> Bool = { _, _ in false }
-    ) async -> LoadRun {
-        LoadRun(
-            targets: cluster.instances.map(\.baseURL), http: .shared, issuer: await TokenIssuer(secret: LiveCluster.secret),
+    /// Runs `body` with a load on `cluster`, on an HTTP client of its own
+    /// that is shut down before the cluster stops: no idle keep-alive
+    /// connection is left for the instances' graceful shutdown to wait on.
+    static func withLoad(
+        _ cluster: LiveCluster, dropDelivery: @escaping @Sendable (Int, Message) -> Bool = { _, _ in false },
+        _ body: (LoadRun) async throws -> Void
+    ) async throws {
+        let http = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup)
+        let load = LoadRun(
+            targets: cluster.instances.map(\.baseURL), http: http, issuer: await TokenIssuer(secret: LiveCluster.secret),
             dropDelivery: dropDelivery)
+        let outcome: Result<Void, any Error>
+        do {
+            outcome = .success(try await body(load))
+        } catch {
+            outcome = .failure(error)
+        }
+        load.closeSubscriptions()
+        try await http.shutdown()
+        try outcome.get()
     }
 
     @Test func aChatRunOverTwoInstancesDeliversEverythingOnce() async throws {
         try await LiveCluster.run(instances: 2) { cluster in
-            let load = await Self.load(cluster)
-            let outcome = try await load.run(.chat, Self.settings)
-            #expect(outcome.violations == [])
-            let totals = load.ledgerTotals
-            #expect(totals.acknowledged == 24 && totals.unanswered == 0 && totals.subscribers == 6)
-            let tallies = load.stats.snapshot()
-            // Every subscriber got every message: 2 conversations × 12 sends × 3 members.
-            #expect(tallies[Operation.deliver.rawValue]?.count == 72)
-            #expect(tallies[Operation.page.rawValue]?.count ?? 0 > 0)
+            try await Self.withLoad(cluster) { load in
+                let outcome = try await load.run(.chat, Self.settings)
+                #expect(outcome.violations == [])
+                let totals = load.ledgerTotals
+                #expect(totals.acknowledged == 24 && totals.unanswered == 0 && totals.subscribers == 6)
+                let tallies = load.stats.snapshot()
+                // Every subscriber got every message: 2 conversations × 12 sends × 3 members.
+                #expect(tallies[Operation.deliver.rawValue]?.count == 72)
+                #expect(tallies[Operation.page.rawValue]?.count ?? 0 > 0)
+            }
         }
     }
 
     @Test func aDeliveryTheServiceDroppedFailsTheCheck() async throws {
         try await LiveCluster.run(instances: 2) { cluster in
             // Subscriber 4 "does not receive" the conversation's fifth message.
-            let load = await Self.load(cluster) { subscriber, message in subscriber == 4 && message.seq == 5 }
-            let outcome = try await load.run(.chat, Self.settings)
-            #expect(outcome.violations.count == 1)
-            let violation = try #require(outcome.violations.first)
-            #expect(violation.problem == "lost seqs 5")
-            #expect(violation.subscriber?.hasPrefix("\(load.runID)-u") == true)
-            let report = LoadReport(scenario: .chat, settings: Self.settings, load: load, outcome: .success(outcome))
-            #expect(!report.passed)
-            #expect(report.text.contains("VIOLATION: conversation \(violation.conversation.uuidString.lowercased())"))
+            try await Self.withLoad(cluster, dropDelivery: { subscriber, message in subscriber == 4 && message.seq == 5 }) {
+                load in
+                let outcome = try await load.run(.chat, Self.settings)
+                #expect(outcome.violations.count == 1)
+                let violation = try #require(outcome.violations.first)
+                #expect(violation.problem == "lost seqs 5")
+                #expect(violation.subscriber?.hasPrefix("\(load.runID)-u") == true)
+                let report = LoadReport(scenario: .chat, settings: Self.settings, load: load, outcome: .success(outcome))
+                #expect(!report.passed)
+                #expect(report.text.contains("VIOLATION: conversation \(violation.conversation.uuidString.lowercased())"))
+            }
         }
     }
 
     @Test func aStormOfClientReconnectsLosesNothing() async throws {
         try await LiveCluster.run(instances: 2) { cluster in
-            let load = await Self.load(cluster)
-            var settings = Self.settings
-            settings.subscribers = 40
-            settings.rate = 10
-            let outcome = try await load.run(.storm, settings)
-            #expect(outcome.violations == [])
-            #expect(outcome.figures.allResubscribed == true)
-            #expect(load.ledgerTotals.acknowledged == 30)
+            try await Self.withLoad(cluster) { load in
+                var settings = Self.settings
+                settings.subscribers = 40
+                settings.rate = 10
+                let outcome = try await load.run(.storm, settings)
+                #expect(outcome.violations == [])
+                #expect(outcome.figures.allResubscribed == true)
+                #expect(load.ledgerTotals.acknowledged == 30)
+            }
         }
     }
 
