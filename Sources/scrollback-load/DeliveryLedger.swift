@@ -98,7 +98,7 @@ struct DeliveryLedger: Sendable {
             if let twice = stored.filter({ $0.value.count > 1 }).keys.min() {
                 fail("seq \(twice) appears more than once in the history")
             }
-            let missing = (Int64(1)...max(lastSeq, 1)).filter { stored[$0] == nil && lastSeq > 0 }
+            let missing = lastSeq > 0 ? (1...lastSeq).filter { stored[$0] == nil } : []
             if !missing.isEmpty { fail("the history has gaps at seqs \(Self.list(missing))") }
 
             let sent = sends[conversation] ?? Sends()

@@ -9,6 +9,9 @@ import ScrollbackModels
 /// through `ScrollbackClient`: the users' clients, live subscriptions, sends
 /// timed from their scheduled start, what every subscriber received (the
 /// `DeliveryLedger`), and the final check against the stored history.
+/// A conversation of the run and its members.
+typealias Roster = (conversation: UUID, members: [String])
+
 final class LoadRun: Sendable {
     let targets: [String]
     let stats = LoadStats()
@@ -241,14 +244,13 @@ final class LoadRun: Sendable {
         }
     }
 
-    /// After the last send: reads each conversation's history (through a
-    /// member, `readers[conversation]`), waits up to `drain` for every
-    /// subscriber to receive its last message, closes the subscriptions and
-    /// checks everything.
-    func finish(readers: [UUID: String], drain: Duration) async -> [DeliveryLedger.Violation] {
+    /// After the last send: reads each conversation's history (through its
+    /// first member), waits up to `drain` for every subscriber to receive its
+    /// last message, closes the subscriptions and checks everything.
+    func finish(_ conversations: [Roster], drain: Duration = .seconds(30)) async -> [DeliveryLedger.Violation] {
         var histories: [UUID: [Message]] = [:]
-        for (index, (conversation, user)) in readers.enumerated() {
-            histories[conversation] = await history(of: conversation, as: user, target: index)
+        for (index, (conversation, members)) in conversations.enumerated() {
+            histories[conversation] = await history(of: conversation, as: members[0], target: index)
         }
         let deadline = ContinuousClock.now + drain
         while ContinuousClock.now < deadline {

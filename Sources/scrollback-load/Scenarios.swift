@@ -67,12 +67,9 @@ extension LoadRun {
         }
     }
 
-    /// How long the last messages may take to reach every subscriber.
-    static let drain = Duration.seconds(30)
-
     /// Subscribes every member of every conversation, spread over the targets
     /// by subscriber number, and waits until all are connected.
-    private func subscribeAll(_ members: [(conversation: UUID, members: [String])]) async throws {
+    private func subscribeAll(_ members: [Roster]) async throws {
         var id = 0
         for (conversation, users) in members {
             for user in users {
@@ -117,7 +114,7 @@ extension LoadRun {
     private func chat(_ settings: ScenarioSettings) async throws -> ScenarioOutcome {
         let users = (0..<settings.users).map { "\(runID)-u\($0)" }
         let size = min(settings.members, users.count, 1_000)
-        var conversations: [(conversation: UUID, members: [String])] = []
+        var conversations: [Roster] = []
         for index in 0..<settings.conversations {
             // Members drawn round the users, so every user is in some conversation.
             let members = (0..<size).map { users[(index * size + $0) % users.count] }
@@ -155,7 +152,7 @@ extension LoadRun {
         }
         for task in readers + [markers, typists] { await task.value }
         var outcome = ScenarioOutcome()
-        outcome.violations = await finish(readers: Dictionary(uniqueKeysWithValues: snapshot.map { ($0.conversation, $0.members[0]) }), drain: Self.drain)
+        outcome.violations = await finish(snapshot)
         return outcome
     }
 
@@ -168,16 +165,16 @@ extension LoadRun {
         let total = Int(settings.rate * Double(settings.seconds))
         await sendOpenLoop(rate: settings.rate, count: total) { index in (id, members[0], index) }
         var outcome = ScenarioOutcome()
-        outcome.violations = await finish(readers: [id: members[0]], drain: Self.drain)
+        outcome.violations = await finish([(id, members)])
         return outcome
     }
 
     // MARK: idle
 
     /// Conversations of up to 100 members, one socket per member.
-    private func idleConversations(_ sockets: Int, prefix: String) async throws -> [(conversation: UUID, members: [String])] {
+    private func conversationsOfHundred(_ sockets: Int, prefix: String) async throws -> [Roster] {
         let users = (0..<sockets).map { "\(runID)-\(prefix)\($0)" }
-        var conversations: [(conversation: UUID, members: [String])] = []
+        var conversations: [Roster] = []
         for (index, start) in stride(from: 0, to: users.count, by: 100).enumerated() {
             let members = Array(users[start..<min(start + 100, users.count)])
             let id = try await createConversation(creator: members[0], members: Array(members.dropFirst()), target: index)
@@ -192,7 +189,7 @@ extension LoadRun {
     }
 
     private func idle(_ settings: ScenarioSettings) async throws -> ScenarioOutcome {
-        let conversations = try await idleConversations(settings.subscribers, prefix: "i")
+        let conversations = try await conversationsOfHundred(settings.subscribers, prefix: "i")
         var outcome = ScenarioOutcome()
         outcome.figures.idleSockets = settings.subscribers
         // Let the setup's garbage settle before the first reading.
@@ -207,15 +204,14 @@ extension LoadRun {
             outcome.figures.kibPerIdleSocket = Double(after - before) / Double(settings.subscribers)
         }
         try await Task.sleep(for: .seconds(settings.seconds))
-        outcome.violations = await finish(
-            readers: Dictionary(uniqueKeysWithValues: conversations.map { ($0.conversation, $0.members[0]) }), drain: Self.drain)
+        outcome.violations = await finish(conversations)
         return outcome
     }
 
     // MARK: storm
 
     private func storm(_ settings: ScenarioSettings) async throws -> ScenarioOutcome {
-        let conversations = try await idleConversations(settings.subscribers, prefix: "s")
+        let conversations = try await conversationsOfHundred(settings.subscribers, prefix: "s")
         try await subscribeAll(conversations)
         var outcome = ScenarioOutcome()
         outcome.figures.stormSockets = settings.subscribers
@@ -240,8 +236,7 @@ extension LoadRun {
         outcome.figures.allResubscribed = await untilConnected(afterDrops: dropsBefore + 1, within: .seconds(120))
         outcome.figures.secondsUntilAllResubscribed = (ContinuousClock.now - disrupted).seconds
         await sending.value
-        outcome.violations = await finish(
-            readers: Dictionary(uniqueKeysWithValues: conversations.map { ($0.conversation, $0.members[0]) }), drain: Self.drain)
+        outcome.violations = await finish(conversations)
         return outcome
     }
 
