@@ -84,13 +84,19 @@ extension ScrollbackClient {
                     try await WebSocketClient.connect(
                     url: url,
                     configuration: .init(
-                        maxFrameSize: APILimits.maxStreamFrameBytes * 4, additionalHeaders: [.authorization: "Bearer \(bearer)"],
+                        maxFrameSize: APILimits.maxStreamFrameBytes * 4,
                         closeTimeout: .seconds(5), autoPing: .enabled(timePeriod: .seconds(30))),
                     logger: logger
                 ) { inbound, outbound, _ in
                     // An attempt given up while its upgrade hung may still
                     // connect later: it must not deliver anything then.
                     guard attempt.upgraded() else { return }
+                    // The token goes in the first frame rather than the
+                    // upgrade's header: a refusal then comes after the client
+                    // is reading, never together with the 101 (where a frame
+                    // and the server's FIN arriving at once can be lost).
+                    let auth = try ScrollbackJSON.encoder().encode(ClientFrame.auth(token: bearer))
+                    try await outbound.write(.text(String(decoding: auth, as: UTF8.self)))
                     let after = box.value.lastSeq
                     let subscribe = try ScrollbackJSON.encoder().encode(ClientFrame.subscribe(conversationId: id, afterSeq: after))
                     try await outbound.write(.text(String(decoding: subscribe, as: UTF8.self)))
