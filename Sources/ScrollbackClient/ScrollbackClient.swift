@@ -21,6 +21,30 @@ public struct ScrollbackClient: Sendable {
     public var retry: RetryPolicy
     /// How long one request may take.
     public var timeout: Duration
+    /// Called after every HTTP attempt, retries included, with what it
+    /// answered: for an app's metrics and logs, or a test of the service.
+    public var onExchange: (@Sendable (Exchange) -> Void)?
+
+    /// One HTTP attempt as `onExchange` sees it.
+    public struct Exchange: Sendable {
+        public var method: String
+        /// The path, without the query.
+        public var path: String
+        /// The HTTP status; nil when no answer came (a transport failure).
+        public var status: Int?
+        /// The `Retry-After` header of the answer, if any.
+        public var retryAfter: String?
+        /// From sending the request to the end of the answer.
+        public var duration: Duration
+
+        public init(method: String, path: String, status: Int?, retryAfter: String?, duration: Duration) {
+            self.method = method
+            self.path = path
+            self.status = status
+            self.retryAfter = retryAfter
+            self.duration = duration
+        }
+    }
 
     public init(
         baseURL: String, http: HTTPClient = .shared, retry: RetryPolicy = RetryPolicy(),
@@ -183,10 +207,15 @@ public struct ScrollbackClient: Sendable {
             request.headers.add(name: "Content-Type", value: "application/json")
             request.body = .bytes(ByteBuffer(bytes: data))
         }
+        let started = ContinuousClock.now
         do {
             let response = try await http.execute(request, timeout: TimeAmount(timeout))
             let bytes = try await response.body.collect(upTo: 64 << 20)
             let data = Data(bytes.readableBytesView)
+            onExchange?(
+                Exchange(
+                    method: method.rawValue, path: path, status: Int(response.status.code),
+                    retryAfter: response.headers.first(name: "Retry-After"), duration: .now - started))
             guard (200..<300).contains(Int(response.status.code)) else {
                 throw ScrollbackError(
                     status: Int(response.status.code), body: data, retryAfter: response.headers.first(name: "Retry-After"))
@@ -195,6 +224,7 @@ public struct ScrollbackClient: Sendable {
         } catch let error as ScrollbackError {
             throw error
         } catch {
+            onExchange?(Exchange(method: method.rawValue, path: path, status: nil, retryAfter: nil, duration: .now - started))
             throw .transport(message: "\(method) \(path): \(error)")
         }
     }

@@ -4,9 +4,10 @@
 /// in (ours, a connection pool's, the server's).
 public enum OpenLoop {
     /// Starts `count` pieces `rate` per second from `start` and returns when
-    /// all have finished.
+    /// all have finished; with `until`, stops starting pieces once it is true.
     public static func run(
         rate: Double, count: Int, from start: ContinuousClock.Instant = .now,
+        until stop: @escaping @Sendable () -> Bool = { false },
         _ work: @escaping @Sendable (_ index: Int, _ scheduled: ContinuousClock.Instant) async -> Void
     ) async {
         guard rate > 0, count > 0 else { return }
@@ -20,6 +21,7 @@ public enum OpenLoop {
                 if scheduled > clock.now {
                     do { try await clock.sleep(until: scheduled, tolerance: .microseconds(50)) } catch { return }
                 }
+                if stop() { return }
                 group.addTask { await work(index, scheduled) }
             }
         }

@@ -29,8 +29,14 @@ struct DeliveryLedger: Sendable {
     }
 
     struct Violation: Sendable, Equatable, CustomStringConvertible, Encodable {
+        /// Lost: acknowledged or stored but missing (from the history or a
+        /// subscriber); duplicated: stored or received more than once;
+        /// misplaced: anything else out of order or unaccounted for.
+        enum Kind: String, Sendable, Encodable { case lost, duplicated, misplaced }
+
         var conversation: UUID
         var subscriber: String?
+        var kind: Kind
         var problem: String
 
         var description: String {
@@ -86,20 +92,20 @@ struct DeliveryLedger: Sendable {
         var violations: [Violation] = []
         let conversations = Set(sends.keys).union(subscribers.values.map(\.conversation))
         for conversation in conversations.sorted(by: { $0.uuidString < $1.uuidString }) {
-            func fail(_ problem: String, _ subscriber: String? = nil) {
-                violations.append(Violation(conversation: conversation, subscriber: subscriber, problem: problem))
+            func fail(_ kind: Violation.Kind, _ problem: String, _ subscriber: String? = nil) {
+                violations.append(Violation(conversation: conversation, subscriber: subscriber, kind: kind, problem: problem))
             }
             guard let history = histories[conversation] else {
-                fail("its history could not be read")
+                fail(.lost, "its history could not be read")
                 continue
             }
             let stored = Dictionary(grouping: history, by: \.seq)
             let lastSeq = history.map(\.seq).max() ?? 0
             if let twice = stored.filter({ $0.value.count > 1 }).keys.min() {
-                fail("seq \(twice) appears more than once in the history")
+                fail(.duplicated, "seq \(twice) appears more than once in the history")
             }
             let missing = lastSeq > 0 ? (1...lastSeq).filter { stored[$0] == nil } : []
-            if !missing.isEmpty { fail("the history has gaps at seqs \(Self.list(missing))") }
+            if !missing.isEmpty { fail(.lost, "the history has gaps at seqs \(Self.list(missing))") }
 
             let sent = sends[conversation] ?? Sends()
             var storedClientIds: [String: [Int64]] = [:]
@@ -107,32 +113,32 @@ struct DeliveryLedger: Sendable {
                 if let clientId = message.clientId { storedClientIds[clientId, default: []].append(message.seq) }
             }
             for (clientId, seqs) in storedClientIds.sorted(by: { $0.key < $1.key }) where seqs.count > 1 {
-                fail("send \(clientId) is stored \(seqs.count) times (seqs \(Self.list(seqs.sorted())))")
+                fail(.duplicated, "send \(clientId) is stored \(seqs.count) times (seqs \(Self.list(seqs.sorted())))")
             }
             for (clientId, seq) in sent.acknowledged.sorted(by: { $0.value < $1.value }) {
                 guard let seqs = storedClientIds[clientId] else {
-                    fail("acknowledged send \(clientId) (seq \(seq)) is not in the history")
+                    fail(.lost, "acknowledged send \(clientId) (seq \(seq)) is not in the history")
                     continue
                 }
-                if !seqs.contains(seq) { fail("acknowledged send \(clientId) was answered seq \(seq) but is stored at \(Self.list(seqs))") }
+                if !seqs.contains(seq) { fail(.misplaced, "acknowledged send \(clientId) was answered seq \(seq) but is stored at \(Self.list(seqs))") }
             }
             for message in history.sorted(by: { $0.seq < $1.seq }) {
                 guard let clientId = message.clientId, clientId.hasPrefix(clientIdPrefix),
                     sent.acknowledged[clientId] == nil, !sent.unanswered.contains(clientId)
                 else { continue }
-                fail("seq \(message.seq) (\(clientId)) is stored but was never sent or was refused")
+                fail(.misplaced, "seq \(message.seq) (\(clientId)) is stored but was never sent or was refused")
             }
 
             for subscriber in subscribers.values where subscriber.conversation == conversation {
                 guard let start = subscriber.startedAfter else {
-                    fail("never subscribed", subscriber.name)
+                    fail(.lost, "never subscribed", subscriber.name)
                     continue
                 }
                 let seqs = subscriber.delivered.map(\.seq)
                 let expected = start < lastSeq ? Array((start + 1)...lastSeq) : []
                 if seqs == expected {
                     for delivery in subscriber.delivered where delivery.clientId != stored[delivery.seq]?.first?.clientId {
-                        fail("seq \(delivery.seq) arrived as \(delivery.clientId ?? "nil") but is stored as another message", subscriber.name)
+                        fail(.misplaced, "seq \(delivery.seq) arrived as \(delivery.clientId ?? "nil") but is stored as another message", subscriber.name)
                     }
                     continue
                 }
@@ -141,14 +147,16 @@ struct DeliveryLedger: Sendable {
                 let counts = Dictionary(seqs.map { ($0, 1) }, uniquingKeysWith: +)
                 let twice = counts.filter { $0.value > 1 }.keys.sorted()
                 let unexpected = received.subtracting(expected).sorted()
-                var problems: [String] = []
-                if !lost.isEmpty { problems.append("lost seqs \(Self.list(lost))") }
-                if !twice.isEmpty { problems.append("received seqs \(Self.list(twice)) more than once") }
-                if !unexpected.isEmpty { problems.append("received seqs \(Self.list(unexpected)) outside \(start + 1)...\(lastSeq)") }
-                if problems.isEmpty, let index = seqs.indices.dropLast().first(where: { seqs[$0] >= seqs[$0 + 1] }) {
-                    problems.append("received seq \(seqs[index + 1]) after seq \(seqs[index])")
+                if !lost.isEmpty { fail(.lost, "lost seqs \(Self.list(lost))", subscriber.name) }
+                if !twice.isEmpty { fail(.duplicated, "received seqs \(Self.list(twice)) more than once", subscriber.name) }
+                if !unexpected.isEmpty {
+                    fail(.misplaced, "received seqs \(Self.list(unexpected)) outside \(start + 1)...\(lastSeq)", subscriber.name)
                 }
-                fail(problems.joined(separator: "; "), subscriber.name)
+                if lost.isEmpty, twice.isEmpty, unexpected.isEmpty,
+                    let index = seqs.indices.dropLast().first(where: { seqs[$0] >= seqs[$0 + 1] })
+                {
+                    fail(.misplaced, "received seq \(seqs[index + 1]) after seq \(seqs[index])", subscriber.name)
+                }
             }
         }
         return violations

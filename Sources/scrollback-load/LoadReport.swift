@@ -48,7 +48,7 @@ struct LoadReport: Encodable {
             violations = []
             failure = "\(error)"
         }
-        passed = failure == nil && violations.isEmpty && figures.allResubscribed != false
+        passed = failure == nil && violations.isEmpty && figures.allResubscribed != false && figures.faults?.passed != false
     }
 
     var text: String {
@@ -80,6 +80,10 @@ struct LoadReport: Encodable {
             lines.append(
                 String(format: "storm of %d sockets (%@): %@ resubscribed %.2f s after the disruption", sockets,
                     figures.stormDisruption ?? "", figures.allResubscribed == true ? "all" : "NOT all", seconds))
+        }
+        if let faults = figures.faults {
+            lines.append("")
+            lines.append(faults.text)
         }
         if let failure { lines.append("the run failed: \(failure)") }
         if violations.isEmpty && failure == nil {

@@ -20,6 +20,8 @@ final class LoadRun: Sendable {
     private let http: HTTPClient
     private let issuer: TokenIssuer
     private let ledger: NIOLockedValueBox<DeliveryLedger>
+    /// Every HTTP attempt and acknowledgement, by fault (`faults` only).
+    let faultTable = NIOLockedValueBox(FaultTable(hangAfterSeconds: 15))
     private let scheduled = NIOLockedValueBox([String: ContinuousClock.Instant]())
     private let subscriptions = NIOLockedValueBox([Int: Subscription]())
     /// A delivery for which this answers true is not recorded, as if the
@@ -54,11 +56,13 @@ final class LoadRun: Sendable {
     /// Sends are retried with their client id until they have a definite
     /// answer or about half a minute has passed.
     func client(_ user: String, target index: Int) -> ScrollbackClient {
-        ScrollbackClient(
+        var client = ScrollbackClient(
             baseURL: targets[index % targets.count], http: http,
             retry: RetryPolicy(maxAttempts: 16, initialDelay: .milliseconds(100), maxDelay: .seconds(2)),
             timeout: .seconds(30)
         ) { [issuer] in try await issuer.token(for: user) }
+        client.onExchange = { [faultTable] exchange in faultTable.withLockedValue { $0.record(exchange) } }
+        return client
     }
 
     // MARK: Setting up
@@ -165,17 +169,24 @@ final class LoadRun: Sendable {
     // MARK: Traffic
 
     /// One send, scheduled for `start`, with a client id of this run; its
-    /// answer goes to the ledger.
-    func send(_ body: String, to conversation: UUID, as user: String, target: Int, clientId: String, scheduledAt start: ContinuousClock.Instant) async {
+    /// answer goes to the ledger. True when it was acknowledged.
+    @discardableResult
+    func send(
+        _ body: String, to conversation: UUID, as user: String, target: Int, clientId: String,
+        scheduledAt start: ContinuousClock.Instant
+    ) async -> Bool {
         scheduled.withLockedValue { $0[clientId] = start }
         do {
             let result = try await client(user, target: target).send(body, to: conversation, clientId: clientId)
             stats.record(.send, .now - start)
             ledger.withLockedValue { $0.acknowledged(clientId, seq: result.message.seq, in: conversation) }
+            faultTable.withLockedValue { $0.acknowledged() }
+            return true
         } catch {
             stats.fail(.send, error)
             // Retries ran out without an answer: it may be stored (once).
             if error.isRetryable { ledger.withLockedValue { $0.unanswered(clientId, in: conversation) } }
+            return false
         }
     }
 
@@ -222,6 +233,15 @@ final class LoadRun: Sendable {
         }
     }
 
+    /// Whether target `index` answers `/readyz` with 200 within 2 s.
+    func isReady(target index: Int) async -> Bool {
+        var request = HTTPClientRequest(url: targets[index % targets.count] + "/readyz")
+        request.method = .GET
+        guard let response = try? await http.execute(request, timeout: .seconds(2)) else { return false }
+        _ = try? await response.body.collect(upTo: 1 << 16)
+        return response.status == .ok
+    }
+
     // MARK: The end
 
     /// Every message of `conversation`, paged back from the newest.
@@ -244,10 +264,17 @@ final class LoadRun: Sendable {
         }
     }
 
-    /// After the last send: reads each conversation's history (through its
-    /// first member), waits up to `drain` for every subscriber to receive its
-    /// last message, closes the subscriptions and checks everything.
+    /// After the last send: checks everything (`verify`) and closes the subscriptions.
     func finish(_ conversations: [Roster], drain: Duration = .seconds(30)) async -> [DeliveryLedger.Violation] {
+        let violations = await verify(conversations, drain: drain)
+        closeSubscriptions()
+        return violations
+    }
+
+    /// With no send under way: reads each conversation's history (through
+    /// its first member), waits up to `drain` for every subscriber to
+    /// receive its last message, and checks everything so far.
+    func verify(_ conversations: [Roster], drain: Duration = .seconds(30)) async -> [DeliveryLedger.Violation] {
         var histories: [UUID: [Message]] = [:]
         for (index, (conversation, members)) in conversations.enumerated() {
             histories[conversation] = await history(of: conversation, as: members[0], target: index)
@@ -263,7 +290,6 @@ final class LoadRun: Sendable {
             if !behind { break }
             try? await Task.sleep(for: .milliseconds(50))
         }
-        closeSubscriptions()
         return ledger.withLockedValue { $0.check(histories: histories) }
     }
 

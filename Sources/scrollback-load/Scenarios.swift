@@ -13,6 +13,9 @@ enum Scenario: String, CaseIterable, Sendable {
     case idle
     /// Every subscriber loses its connection at once and resumes.
     case storm
+    /// Chat traffic while faults are injected one after another, each
+    /// followed by a check (scripts/faults).
+    case faults
 }
 
 /// What a scenario is asked to do (the command line's options).
@@ -30,6 +33,12 @@ struct ScenarioSettings: Sendable, Encodable {
     /// A shell command that `storm` runs to disrupt the servers; without
     /// one, the clients drop their own connections.
     var disruptCommand: String?
+    /// `faults`: the faults to inject, in order, and the command that injects
+    /// one (`COMMAND FAULT HOT_CONVERSATION_ID`, returning once it is removed).
+    var faults: [String] = []
+    var faultCommand: String?
+    /// `faults`: an HTTP attempt that takes longer is a hang.
+    var hangAfter: Double = 15
 }
 
 /// Extra figures of a scenario, beside the operations' table.
@@ -42,12 +51,14 @@ struct ScenarioFigures: Sendable, Encodable {
     var stormDisruption: String?
     var secondsUntilAllResubscribed: Double?
     var allResubscribed: Bool?
+    var faults: FaultTable?
 
     enum CodingKeys: String, CodingKey {
         case idleSockets = "idle_sockets", serverRSSBeforeKiB = "server_rss_before_kib"
         case serverRSSAfterKiB = "server_rss_after_kib", kibPerIdleSocket = "kib_per_idle_socket"
         case stormSockets = "storm_sockets", stormDisruption = "storm_disruption"
         case secondsUntilAllResubscribed = "seconds_until_all_resubscribed", allResubscribed = "all_resubscribed"
+        case faults
     }
 }
 
@@ -64,12 +75,13 @@ extension LoadRun {
         case .fanout: try await fanout(settings)
         case .idle: try await idle(settings)
         case .storm: try await storm(settings)
+        case .faults: try await faults(settings)
         }
     }
 
     /// Subscribes every member of every conversation, spread over the targets
     /// by subscriber number, and waits until all are connected.
-    private func subscribeAll(_ members: [Roster]) async throws {
+    func subscribeAll(_ members: [Roster]) async throws {
         var id = 0
         for (conversation, users) in members {
             for user in users {
@@ -87,19 +99,31 @@ extension LoadRun {
 
     /// Sends `count` messages at `rate` per second, each from a member
     /// drawn by `pick` (conversation, sender, target).
-    private func sendOpenLoop(
-        rate: Double, count: Int, _ pick: @escaping @Sendable (Int) -> (conversation: UUID, user: String, target: Int)
+    func sendOpenLoop(
+        rate: Double, count: Int, prefix: String? = nil, until stop: @escaping @Sendable () -> Bool = { false },
+        _ pick: @escaping @Sendable (Int) -> (conversation: UUID, user: String, target: Int)
     ) async {
-        await OpenLoop.run(rate: rate, count: count) { [self] index, scheduled in
+        let prefix = prefix ?? runID
+        await OpenLoop.run(rate: rate, count: count, until: stop) { [self] index, scheduled in
             let (conversation, user, target) = pick(index)
             await send(
-                "message \(index) of \(runID)", to: conversation, as: user, target: target,
-                clientId: "\(runID)-\(index)", scheduledAt: scheduled)
+                "message \(index) of \(prefix)", to: conversation, as: user, target: target,
+                clientId: "\(prefix)-\(index)", scheduledAt: scheduled)
         }
     }
 
+    /// Send `index` of traffic spread over `conversations`: they take turns,
+    /// each member of one sends in turn, and each conversation's sends
+    /// alternate between the targets.
+    static func roundRobin(_ index: Int, over conversations: [Roster]) -> (conversation: UUID, user: String, target: Int) {
+        let conversation = index % conversations.count
+        let round = index / conversations.count
+        let (id, members) = conversations[conversation]
+        return (id, members[round % members.count], conversation + round)
+    }
+
     /// Runs `body` every `interval` until `end`.
-    private func every(_ interval: Duration, until end: ContinuousClock.Instant, _ body: @escaping @Sendable () async -> Void) -> Task<Void, Never> {
+    func every(_ interval: Duration, until end: ContinuousClock.Instant, _ body: @escaping @Sendable () async -> Void) -> Task<Void, Never> {
         Task {
             while true {
                 do { try await Task.sleep(for: interval) } catch { return }
@@ -111,7 +135,9 @@ extension LoadRun {
 
     // MARK: chat
 
-    private func chat(_ settings: ScenarioSettings) async throws -> ScenarioOutcome {
+    /// `settings.conversations` conversations of `settings.members` drawn
+    /// round `settings.users` users, every member subscribed.
+    func chatConversations(_ settings: ScenarioSettings) async throws -> [Roster] {
         let users = (0..<settings.users).map { "\(runID)-u\($0)" }
         let size = min(settings.members, users.count, 1_000)
         var conversations: [Roster] = []
@@ -122,16 +148,24 @@ extension LoadRun {
             conversations.append((id, members))
         }
         try await subscribeAll(conversations)
+        return conversations
+    }
 
-        let end = ContinuousClock.now + .seconds(settings.seconds)
-        let snapshot = conversations
-        // Readers open conversations and page back through their history.
-        let readers = (0..<settings.readers).map { reader in
+    /// `count` readers that open conversations and page back through their
+    /// history, each every half second until `end` (or cancelled).
+    func readers(_ count: Int, of conversations: [Roster], until end: ContinuousClock.Instant) -> [Task<Void, Never>] {
+        (0..<count).map { reader in
             every(.milliseconds(500), until: end) { [self] in
-                let (conversation, members) = snapshot.randomElement()!
+                let (conversation, members) = conversations.randomElement()!
                 await read(conversation, as: members.randomElement()!, target: reader, pages: Int.random(in: 1...4))
             }
         }
+    }
+
+    private func chat(_ settings: ScenarioSettings) async throws -> ScenarioOutcome {
+        let snapshot = try await chatConversations(settings)
+        let end = ContinuousClock.now + .seconds(settings.seconds)
+        let readers = readers(settings.readers, of: snapshot, until: end)
         // Some members mark read what they have received, some type.
         let markers = every(.seconds(1), until: end) { [self] in
             let count = subscriptionCount
@@ -145,10 +179,7 @@ extension LoadRun {
         }
         let total = Int(settings.rate * Double(snapshot.count) * Double(settings.seconds))
         await sendOpenLoop(rate: settings.rate * Double(snapshot.count), count: total) { index in
-            let conversation = index % snapshot.count
-            let (id, members) = snapshot[conversation]
-            let sender = (index / snapshot.count) % members.count
-            return (id, members[sender], conversation + index)
+            Self.roundRobin(index, over: snapshot)
         }
         for task in readers + [markers, typists] { await task.value }
         var outcome = ScenarioOutcome()
@@ -242,7 +273,7 @@ extension LoadRun {
 
     /// Runs `command` with /bin/sh and waits for it, on a thread of its own
     /// (the wait blocks); fails when it fails.
-    private static func runShell(_ command: String) async throws {
+    static func runShell(_ command: String) async throws {
         let status = await withCheckedContinuation { continuation in
             Thread.detachNewThread { continuation.resume(returning: system(command)) }
         }

@@ -21,11 +21,13 @@ struct ScrollbackLoad: AsyncParsableCommand {
         discussion: """
             Scenarios: chat (conversations with a send rate each, subscribers, readers, typing, read markers), \
             fanout (one conversation, many subscribers), idle (subscribed sockets doing nothing: server memory \
-            per socket), storm (every subscriber loses its connection at once and resumes). Tokens are signed \
+            per socket), storm (every subscriber loses its connection at once and resumes), faults (chat traffic \
+            while --fault-command injects each --fault in turn, a check after each, and a table of what each did; \
+            see scripts/faults). Tokens are signed \
             with SCROLLBACK_JWT_SECRET, or the secret `scrollback serve` keeps under .scrollback.
             """)
 
-    @Argument(help: "chat, fanout, idle or storm.")
+    @Argument(help: "chat, fanout, idle, storm or faults.")
     var scenario: Scenario = .chat
 
     @Option(name: .customLong("target"), help: "An instance's address (repeat for several; traffic is spread over them).")
@@ -46,7 +48,7 @@ struct ScrollbackLoad: AsyncParsableCommand {
     @Option(help: "chat: members of each conversation.")
     var members: Int = 5
 
-    @Option(help: "Messages per second: per conversation (chat), in all (fanout, storm).")
+    @Option(help: "Messages per second: per conversation (chat, faults), in all (fanout, storm).")
     var rate: Double?
 
     @Option(help: "Subscribers (fanout; at most 1000), sockets (idle, storm).")
@@ -61,6 +63,15 @@ struct ScrollbackLoad: AsyncParsableCommand {
     @Option(help: "storm: a shell command that disrupts the servers (e.g. restarts one); without it the clients drop their connections.")
     var disruptCommand: String?
 
+    @Option(name: .customLong("fault"), help: "faults: a fault to inject (repeat, in order); its name is passed to --fault-command.")
+    var faults: [String] = []
+
+    @Option(help: "faults: the command that injects a fault: run as `COMMAND FAULT HOT_CONVERSATION_ID`, it returns once the fault is removed.")
+    var faultCommand: String?
+
+    @Option(help: "faults: an HTTP attempt that takes longer, in seconds, counts as a hang.")
+    var hangAfter: Double = 15
+
     @Option(help: "Where to write the report as JSON.")
     var output: String?
 
@@ -72,6 +83,8 @@ struct ScrollbackLoad: AsyncParsableCommand {
             throw ValidationError("--seconds, --users, --conversations and --subscribers must be positive, --members at least 2.")
         }
         if let rate, !(rate > 0) { throw ValidationError("--rate must be positive.") }
+        guard hangAfter > 0 else { throw ValidationError("--hang-after must be positive.") }
+        if !faults.isEmpty && faultCommand == nil { throw ValidationError("--fault needs --fault-command.") }
         for target in targets {
             guard let url = URL(string: target), let scheme = url.scheme, ["http", "https"].contains(scheme),
                 let host = url.host
@@ -93,8 +106,9 @@ struct ScrollbackLoad: AsyncParsableCommand {
     var settings: ScenarioSettings {
         ScenarioSettings(
             seconds: seconds, users: users, conversations: conversations, members: members,
-            rate: rate ?? (scenario == .chat ? 1 : 10), subscribers: subscribers, readers: readers,
-            serverPIDs: serverPIDs, disruptCommand: disruptCommand)
+            rate: rate ?? ([.chat, .faults].contains(scenario) ? 1 : 10), subscribers: subscribers, readers: readers,
+            serverPIDs: serverPIDs, disruptCommand: disruptCommand, faults: faults, faultCommand: faultCommand,
+            hangAfter: hangAfter)
     }
 
     func run() async throws {

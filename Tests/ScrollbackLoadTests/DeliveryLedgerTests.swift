@@ -39,7 +39,7 @@ import Testing
             if seq != 3 { ledger.delivered(0, seq: seq, clientId: "run-\(seq)") }
         }
         let violations = ledger.check(histories: Self.healthy().1)
-        #expect(violations == [.init(conversation: Self.conversation, subscriber: "bob", problem: "lost seqs 3")])
+        #expect(violations == [.init(conversation: Self.conversation, subscriber: "bob", kind: .lost, problem: "lost seqs 3")])
     }
 
     @Test func aMessageReceivedTwiceOrOutOfOrderIsCaught() {

@@ -67,6 +67,40 @@ import Testing
         }
     }
 
+    /// A `faults` run whose fault does nothing passes; the same run with a
+    /// delivery dropped fails, and the loss is counted under the fault in
+    /// whose window it happened.
+    @Test func aFaultRunPassesCleanAndCatchesALossUnderItsFault() async throws {
+        let settings = {
+            var settings = Self.settings
+            settings.faults = ["pause"]
+            settings.faultCommand = "sleep 1; true"
+            return settings
+        }()
+        try await LiveCluster.run(instances: 2) { cluster in
+            try await Self.withLoad(cluster) { load in
+                let outcome = try await load.run(.faults, settings)
+                let table = try #require(outcome.figures.faults)
+                #expect(table.rows.map(\.fault) == ["baseline", "pause"])
+                #expect(table.passed, "\(table.text)")
+                #expect(table.rows.allSatisfy { $0.acknowledged > 0 && $0.recoveredInSeconds != nil })
+                #expect(table.rows[1].seconds >= 1)
+            }
+            // Subscriber 1 "does not receive" the messages sent during the
+            // pause (their bodies end with the fault's number, `-f1`).
+            try await Self.withLoad(cluster, dropDelivery: { subscriber, message in subscriber == 1 && message.body.hasSuffix("-f1") }) {
+                load in
+                let outcome = try await load.run(.faults, settings)
+                let table = try #require(outcome.figures.faults)
+                #expect(table.rows.map(\.lost) == [0, 1], "\(table.text)")
+                #expect(!table.passed)
+                let report = LoadReport(scenario: .faults, settings: settings, load: load, outcome: .success(outcome))
+                #expect(!report.passed)
+                #expect(report.text.contains("pause: conversation "))
+            }
+        }
+    }
+
     @Test func aStormOfClientReconnectsLosesNothing() async throws {
         try await LiveCluster.run(instances: 2) { cluster in
             try await Self.withLoad(cluster) { load in
