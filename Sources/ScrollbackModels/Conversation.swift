@@ -109,6 +109,19 @@ public struct CreateConversationRequest: Codable, Sendable, Equatable {
         self.title = title
         self.members = members
     }
+
+    enum CodingKeys: String, CodingKey {
+        case title, members
+    }
+
+    /// `title` may be null (no title); `members` may be left out but is never
+    /// null: openapi.yaml types it as an array, and a client that sends null
+    /// has a bug worth a 400 rather than a conversation without its members.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        title = try container.decodeIfPresent(String.self, forKey: .title)
+        members = container.contains(.members) ? try container.decode([String].self, forKey: .members) : nil
+    }
 }
 
 /// `POST /v1/conversations/{id}/members`

@@ -7,8 +7,8 @@ import ScrollbackStore
 /// layout they give; with `limit=fill` the page holds just enough messages to
 /// cover two screens.
 ///
-/// Query parameters, all optional, all decimals written with digits and at
-/// most one decimal point (no sign, no exponent):
+/// Query parameters, all optional, all decimals written with digits, at
+/// most one decimal point and an optional exponent (no sign):
 /// - `viewport_height` (points, > 0, <= 100000) switches the hints on;
 /// - `viewport_width` (same range; default 390, an iPhone's width in points);
 /// - `font_size`, `line_height`, `average_character_width`,
@@ -154,23 +154,42 @@ struct PageHintRequest {
 }
 
 extension QueryParameters {
-    /// A decimal written with digits and at most one decimal point (`390`,
-    /// `21.5`; no sign, exponent, spaces, `nan` or `inf`), for which `isValid`
-    /// holds. Requirement is the sentence's "must be ..." part.
+    /// A decimal written with digits, at most one decimal point and an
+    /// optional exponent (`390`, `21.5`, `5e-324`: what a number's usual
+    /// text form gives in JavaScript or Python; no sign, spaces, `nan`, `inf`
+    /// or hexadecimal), for which `isValid` holds. Requirement is the
+    /// sentence's "must be ..." part.
     func decimal(_ name: String, requirement: String, isValid: (Double) -> Bool) throws -> Double? {
         guard let text = try single(name) else { return nil }
-        let bytes = Array(text.utf8)
-        let digits = bytes.filter { (48...57).contains($0) }.count
-        let points = bytes.filter { $0 == 46 }.count
-        let wellFormed =
-            bytes.count <= 32 && digits + points == bytes.count && points <= 1 && bytes.first != 46
-            && bytes.last != 46
-        guard wellFormed, let value = Double(text), value.isFinite, isValid(value) else {
+        guard text.utf8.count <= 32, Self.isPlainDecimal(text), let value = Double(text), value.isFinite,
+            isValid(value)
+        else {
             throw APIError.badRequest(
                 .invalidParameter,
-                "`\(name)` must be \(requirement), written with digits and an optional decimal point"
-                    + " (got \"\(text.prefix(40))\").")
+                "`\(name)` must be \(requirement), written with digits, an optional decimal point and an optional"
+                    + " exponent (got \"\(text.prefix(40))\").")
         }
         return value
+    }
+
+    /// `digits [. digits] [(e|E) [+|-] digits]`.
+    static func isPlainDecimal(_ text: String) -> Bool {
+        var rest = Substring(text).utf8[...]
+        func digits() -> Bool {
+            let count = rest.prefix(while: { (48...57).contains($0) }).count
+            rest = rest.dropFirst(count)
+            return count > 0
+        }
+        guard digits() else { return false }
+        if rest.first == UInt8(ascii: ".") {
+            rest = rest.dropFirst()
+            guard digits() else { return false }
+        }
+        if rest.first == UInt8(ascii: "e") || rest.first == UInt8(ascii: "E") {
+            rest = rest.dropFirst()
+            if rest.first == UInt8(ascii: "+") || rest.first == UInt8(ascii: "-") { rest = rest.dropFirst() }
+            guard digits() else { return false }
+        }
+        return rest.isEmpty
     }
 }

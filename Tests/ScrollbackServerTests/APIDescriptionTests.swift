@@ -86,11 +86,11 @@ import Testing
         func schema(_ name: String, _ path: String...) -> String? { Self.block(schemas + [name] + path, in: yaml) }
 
         let page = (Double(APILimits.pageLimit.lowerBound), Double(APILimits.pageLimit.upperBound))
-        for parameter in ["Limit", "MessageLimit"] {
-            let block = Self.block(["components", "parameters", parameter], in: yaml)
-            #expect(Self.number("minimum", in: block) == page.0, "\(parameter)")
-            #expect(Self.number("maximum", in: block) == page.1, "\(parameter)")
-            #expect(Self.number("default", in: block) == Double(APILimits.defaultPageLimit), "\(parameter)")
+        for path in [["components", "parameters", "Limit"], schemas + ["MessagePageQuery", "properties", "limit"]] {
+            let block = Self.block(path, in: yaml)
+            #expect(Self.number("minimum", in: block) == page.0, "\(path)")
+            #expect(Self.number("maximum", in: block) == page.1, "\(path)")
+            #expect(Self.number("default", in: block) == Double(APILimits.defaultPageLimit), "\(path)")
             #expect(block?.contains("\(APILimits.pageLimit.lowerBound) to \(APILimits.pageLimit.upperBound)") == true)
         }
         let changes = try #require(Self.block(["paths", "/v1/conversations/{id}/changes", "get"], in: yaml))
@@ -108,17 +108,17 @@ import Testing
             Self.number("maxItems", in: schema("CreateConversationRequest", "properties", "members"))
                 == Double(APILimits.maxMembers))
         for name in ["SendMessageRequest", "EditMessageRequest"] {
-            let body = schema(name, "properties", "body")
-            #expect(Self.number("minLength", in: body) == 1, "\(name)")
-            #expect(Self.number("maxLength", in: body) == Double(APILimits.maxMessageBodyLength), "\(name)")
+            #expect(schema(name, "properties", "body")?.contains("#/components/schemas/MessageBody") == true, "\(name)")
         }
+        #expect(Self.number("minLength", in: schema("MessageBody")) == 1)
+        #expect(Self.number("maxLength", in: schema("MessageBody")) == Double(APILimits.maxMessageBodyLength))
         let clientID = schema("SendMessageRequest", "properties", "client_id")
         #expect(Self.number("maxLength", in: clientID) == Double(APILimits.maxClientIDLength))
         #expect(
             Self.number("maxItems", in: schema("LayoutRequest", "properties", "item_heights"))
                 == Double(APILimits.maxLayoutItems))
-        for parameter in ["ViewportHeight", "ViewportWidth"] {
-            #expect(value("maximum", "components", "parameters", parameter) == APILimits.maxHintViewportLength)
+        for parameter in ["viewport_height", "viewport_width"] {
+            #expect(value("maximum", "components", "schemas", "MessagePageQuery", "properties", parameter) == APILimits.maxHintViewportLength)
         }
         let tooLarge = Self.block(["components", "responses", "PayloadTooLarge"], in: yaml)
         #expect(tooLarge?.contains("over \(APILimits.maxRequestBodyBytes / 1024) KiB") == true)

@@ -123,7 +123,12 @@ import Testing
                 ("viewport_height=-5", "viewport_height"),
                 ("viewport_height=%2B5", "viewport_height"),
                 ("viewport_height=abc", "viewport_height"),
-                ("viewport_height=1e3", "viewport_height"),
+                ("viewport_height=1e400", "viewport_height"),
+                ("viewport_height=1e", "viewport_height"),
+                ("viewport_height=1e%2B", "viewport_height"),
+                ("viewport_height=1e-", "viewport_height"),
+                ("viewport_height=0x10", "viewport_height"),
+                ("viewport_height=1e6", "viewport_height"),
                 ("viewport_height=nan", "viewport_height"),
                 ("viewport_height=inf", "viewport_height"),
                 ("viewport_height=", "viewport_height"),
@@ -159,6 +164,13 @@ import Testing
             let zero = try await Self.page(server, id, "viewport_height=640.5&horizontal_padding=0&vertical_padding=0")
             #expect(zero.status == .ok, "\(zero.text)")
             #expect(try zero.decode(MessagePage.self).layout?.viewportHeight == 640.5)
+            // A number's usual text form may have an exponent (JavaScript and
+            // Python write 1e-7 and 5e-324 so); openapi.yaml types these as numbers.
+            for (text, value) in [("6.4e2", 640.0), ("64000E-2", 640.0), ("6.4e%2B2", 640.0), ("5e-324", 5e-324)] {
+                let reply = try await Self.page(server, id, "viewport_height=\(text)")
+                #expect(reply.status == .ok, "\(text): \(reply.text)")
+                #expect(try reply.decode(MessagePage.self).layout?.viewportHeight == value, "\(text)")
+            }
         }
     }
 

@@ -58,6 +58,7 @@ import Testing
                 ("title NUL", #"{"title": "a\u0000"}"#, .unprocessableContent, .invalidTitle),
                 ("title wrong type", #"{"title": ["x"]}"#, .badRequest, .invalidField),
                 ("members not array", #"{"members": "bob"}"#, .badRequest, .invalidField),
+                ("members null", #"{"members": null}"#, .badRequest, .invalidField),
                 ("member wrong type", #"{"members": ["bob", 3]}"#, .badRequest, .invalidField),
                 ("invalid member id", #"{"members": ["bob", "no spaces"]}"#, .unprocessableContent, .invalidUserID),
                 ("empty member id", #"{"members": [""]}"#, .unprocessableContent, .invalidUserID),

@@ -1,0 +1,47 @@
+"""schemathesis hooks for scripts/fuzz-api.
+
+A conversation-list cursor is opaque: only a `next_cursor` the list returned
+is valid, and no generator can invent one. Wherever a case carries a cursor of
+the documented shape, it gets the real cursor that scripts/fuzz-api fetched
+for the user (FUZZ_API_CURSOR), so the rest of the case is what gets tested.
+A cursor outside the shape (a negative case) is left as it is.
+
+A page of history takes its query as one form-exploded object (`page` in
+openapi.yaml). A negative case that turns one of its values into an object or
+an array sends other parameters instead (`spacing[x]=1`, which the server
+rightly ignores, as any unknown parameter), and one that turns the whole
+object into a scalar sends `page=...`: neither has a `name=value` form, so
+such cases test nothing and are left out.
+"""
+
+import os
+import re
+
+import schemathesis
+
+CURSOR = os.environ["FUZZ_API_CURSOR"]
+SHAPE = re.compile(r"[A-Za-z0-9_-]{1,96}")
+PAGE_QUERY = {
+    "limit", "before", "after", "around", "around_time", "viewport_height", "viewport_width", "font_size",
+    "line_height", "average_character_width", "horizontal_padding", "vertical_padding", "max_width_fraction",
+    "spacing",
+}
+
+
+@schemathesis.hook
+def filter_case(context, case):
+    query = case.query or {}
+    if any(isinstance(value, (dict, list)) for value in query.values()):
+        return False
+    if case.operation.label == "GET /v1/conversations/{id}/messages":
+        return "page" not in query and not any(key.split("[", 1)[0] in PAGE_QUERY for key in query if "[" in key)
+    return True
+
+
+@schemathesis.hook
+def map_case(context, case):
+    if case.operation.label == "GET /v1/conversations" and case.query:
+        cursor = case.query.get("cursor")
+        if isinstance(cursor, str) and SHAPE.fullmatch(cursor):
+            case.query["cursor"] = CURSOR
+    return case
