@@ -30,11 +30,13 @@ struct LoadReport: Encodable {
         self.settings = settings
         seconds = (ContinuousClock.now - load.stats.started).seconds
         let tallies = load.stats.snapshot()
+        // `faults` runs its traffic for as long as its faults take.
+        let window = scenario == .faults ? seconds : Double(settings.seconds)
         operations = Operation.allCases.compactMap { operation in
             guard let tally = tallies[operation.rawValue], tally.count + tally.errors.values.reduce(0, +) > 0 else { return nil }
             return Row(
                 operation: operation.rawValue, count: tally.count, errors: tally.errors,
-                throughput: Double(tally.count) / max(Double(settings.seconds), 1),
+                throughput: Double(tally.count) / max(window, 1),
                 latency: tally.count > 0 ? LatencySummary(tally.latency) : nil)
         }
         (acknowledged, unanswered, subscriptions) = load.ledgerTotals
