@@ -1552,7 +1552,7 @@ def main() -> int:
     parser.add_argument("--secret", help="the server's SCROLLBACK_JWT_SECRET")
     parser.add_argument("--pid", type=int, help="the server's process id, for its memory and sockets")
     parser.add_argument("--seed", type=int, default=20261124)
-    parser.add_argument("--iterations", type=int, default=700, help="connections (each up to 30 frames)")
+    parser.add_argument("--iterations", type=int, default=1500, help="connections (each up to 30 frames)")
     parser.add_argument("--only", type=int, help="run just this iteration (to reproduce it)")
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--max-seconds", type=float, default=300, help="stop starting connections after this")
