@@ -2,22 +2,55 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdWebSocket
+import NIOConcurrencyHelpers
 import NIOCore
 import ScrollbackModels
 import ScrollbackStore
 
 /// The request context of WebSocket upgrades: it keeps the channel, so a
 /// socket that stops reading can be closed from outside its writer.
+///
+/// hummingbird-websocket hands the socket handler over by storing it, with a
+/// copy of this context, in the context's own `webSocket` reference: a
+/// reference cycle that would keep every upgraded connection's context (and
+/// with it the channel, its pipeline and its buffers) alive forever. So the
+/// reference lives in `upgrade`, which lets go of it once the socket runs
+/// (`upgradeStarted()`), and the channel is held weakly: the event loop owns
+/// it while it is open.
 public struct StreamRequestContext: RequestContext, WebSocketRequestContext {
     public var coreContext: CoreRequestContextStorage
-    public let webSocket: WebSocketHandlerReference<Self>
-    let channel: any Channel
+    let upgrade: StreamUpgrade
+
+    public var webSocket: WebSocketHandlerReference<Self> { upgrade.reference ?? .init() }
+    /// The connection, while it is open.
+    var channel: (any Channel)? { upgrade.channel }
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
-        webSocket = .init()
-        channel = source.channel
+        upgrade = StreamUpgrade(channel: source.channel)
     }
+
+    /// The framework has read the handler: breaks the cycle.
+    func upgradeStarted() { upgrade.release() }
+}
+
+/// The part of `StreamRequestContext` that its copies share.
+final class StreamUpgrade: Sendable {
+    private struct State: Sendable {
+        var reference: WebSocketHandlerReference<StreamRequestContext>?
+        weak var channel: (any Channel)?
+    }
+
+    private let state: NIOLockedValueBox<State>
+
+    init(channel: any Channel) {
+        state = NIOLockedValueBox(State(reference: .init(), channel: channel))
+    }
+
+    var reference: WebSocketHandlerReference<StreamRequestContext>? { state.withLockedValue { $0.reference } }
+    var channel: (any Channel)? { state.withLockedValue { $0.channel } }
+
+    func release() { state.withLockedValue { $0.reference = nil } }
 }
 
 /// `GET /v1/stream`: the live stream (docs/protocol.md).
@@ -39,8 +72,10 @@ struct StreamController {
                 return .upgrade([:])
             },
             onUpgrade: { [session] inbound, outbound, context in
+                context.requestContext.upgradeStarted()
+                guard let channel = context.requestContext.channel else { return }  // already gone
                 try await session.run(
-                    inbound: inbound, outbound: outbound, channel: context.requestContext.channel,
+                    inbound: inbound, outbound: outbound, channel: channel,
                     authorization: context.request.headers[.authorization])
             })
         return router
