@@ -63,44 +63,52 @@ struct FaultTable: Sendable, Encodable {
         rows.append(Row(fault: fault))
     }
 
+    /// Changes the current fault's row (nothing before the first fault).
+    private mutating func current(_ change: (inout Row) -> Void) {
+        guard !rows.isEmpty else { return }
+        change(&rows[rows.count - 1])
+    }
+
     /// One HTTP attempt, counted in the current fault's row.
     mutating func record(_ exchange: ScrollbackClient.Exchange) {
-        guard !rows.isEmpty else { return }
         let seconds = exchange.duration.seconds
-        rows[rows.count - 1].operations += 1
-        rows[rows.count - 1].slowestSeconds = max(rows[rows.count - 1].slowestSeconds, seconds)
-        if seconds > hangAfterSeconds {
-            rows[rows.count - 1].hangs += 1
-            rows[rows.count - 1].problems.append(
-                String(format: "%@ %@ took %.1f s", exchange.method, exchange.path, seconds))
-        }
-        switch exchange.status {
-        case nil:
-            rows[rows.count - 1].noAnswer += 1
-        case 503?:
-            rows[rows.count - 1].unavailable += 1
-            if exchange.retryAfter == nil { rows[rows.count - 1].unavailableWithoutRetryAfter += 1 }
-        case let status? where status >= 500:
-            rows[rows.count - 1].serverErrors += 1
-            rows[rows.count - 1].problems.append("\(exchange.method) \(exchange.path) answered \(status)")
-        default:
-            break
+        let hangAfter = hangAfterSeconds
+        current { row in
+            row.operations += 1
+            row.slowestSeconds = max(row.slowestSeconds, seconds)
+            if seconds > hangAfter {
+                row.hangs += 1
+                row.problems.append(String(format: "%@ %@ took %.1f s", exchange.method, exchange.path, seconds))
+            }
+            switch exchange.status {
+            case nil:
+                row.noAnswer += 1
+            case 503?:
+                row.unavailable += 1
+                if exchange.retryAfter == nil { row.unavailableWithoutRetryAfter += 1 }
+            case let status? where status >= 500:
+                row.serverErrors += 1
+                row.problems.append("\(exchange.method) \(exchange.path) answered \(status)")
+            default:
+                break
+            }
         }
     }
 
     mutating func acknowledged() {
-        guard !rows.isEmpty else { return }
-        rows[rows.count - 1].acknowledged += 1
+        current { $0.acknowledged += 1 }
     }
 
     /// The fault was removed after `seconds`.
     mutating func removed(after seconds: Double) {
-        rows[rows.count - 1].seconds = seconds
+        current { $0.seconds = seconds }
     }
 
     mutating func recovered(in seconds: Double?) {
-        rows[rows.count - 1].recoveredInSeconds = seconds
-        if seconds == nil { rows[rows.count - 1].problems.append("the instances did not all serve again in time") }
+        current { row in
+            row.recoveredInSeconds = seconds
+            if seconds == nil { row.problems.append("the instances did not all serve again in time") }
+        }
     }
 
     /// The check after the fault: violations not seen after an earlier
@@ -108,13 +116,15 @@ struct FaultTable: Sendable, Encodable {
     mutating func checked(_ violations: [DeliveryLedger.Violation]) {
         let new = violations.filter { !seen.contains($0) }
         seen += new
-        for violation in new {
-            switch violation.kind {
-            case .lost: rows[rows.count - 1].lost += 1
-            case .duplicated: rows[rows.count - 1].duplicated += 1
-            case .misplaced: rows[rows.count - 1].misplaced += 1
+        current { row in
+            for violation in new {
+                switch violation.kind {
+                case .lost: row.lost += 1
+                case .duplicated: row.duplicated += 1
+                case .misplaced: row.misplaced += 1
+                }
+                row.problems.append(violation.description)
             }
-            rows[rows.count - 1].problems.append(violation.description)
         }
     }
 
