@@ -189,7 +189,7 @@ extension ScrollbackClient {
             emit(.memberRemoved)
         case .resyncRequired(_, let lastSeq):
             try await fill(id, through: lastSeq, state: &state, emit: emit)
-        case .error(let code, let message, let ref):
+        case .error(let code, let message, let ref, _):
             if code == .conversationNotFound { throw ScrollbackError.notFound(code: code, message: message) }
             if code == .unauthorized { throw ScrollbackError.unauthorized(message: message) }
             // The subscription itself failed (the database was unavailable,

@@ -47,7 +47,11 @@ public struct APIErrorCode: RawRepresentable, Codable, Sendable, Hashable, CaseI
     /// A known route that does not take this method (the `Allow` header lists those it takes).
     public static let methodNotAllowed = APIErrorCode(rawValue: "method_not_allowed")
 
-    // MARK: 409, 413: conflicts and sizes
+    // MARK: 408, 409, 413, 429: time, conflicts, sizes and rates
+
+    /// The request's head or body did not arrive in time (too slowly, or
+    /// not at all); the connection is closed after this answer.
+    public static let requestTimeout = APIErrorCode(rawValue: "request_timeout")
 
     /// The `client_id` was already used for a different message in this conversation.
     public static let idempotencyConflict = APIErrorCode(rawValue: "idempotency_conflict")
@@ -55,6 +59,9 @@ public struct APIErrorCode: RawRepresentable, Codable, Sendable, Hashable, CaseI
     public static let messageDeleted = APIErrorCode(rawValue: "message_deleted")
     /// The request body is larger than ``APILimits/maxRequestBodyBytes``.
     public static let payloadTooLarge = APIErrorCode(rawValue: "payload_too_large")
+    /// The caller did this too often: wait `Retry-After` seconds (on the
+    /// live stream, the error frame's `retry_after`) before trying again.
+    public static let rateLimited = APIErrorCode(rawValue: "rate_limited")
 
     // MARK: 422: well-formed but invalid values
 
@@ -80,7 +87,8 @@ public struct APIErrorCode: RawRepresentable, Codable, Sendable, Hashable, CaseI
 
     /// Something broke on the server; the request was not completed.
     public static let internalError = APIErrorCode(rawValue: "internal_error")
-    /// The database is unreachable; retry after a moment (`Retry-After`).
+    /// The database is unreachable, or the server has as many connections
+    /// as it takes; retry after a moment (`Retry-After`).
     public static let serviceUnavailable = APIErrorCode(rawValue: "service_unavailable")
     /// A write whose commit could not be confirmed: it may or may not have
     /// been stored. Retry with the same `client_id` to learn which, without
@@ -92,7 +100,7 @@ public struct APIErrorCode: RawRepresentable, Codable, Sendable, Hashable, CaseI
         .invalidJSON, .invalidField, .invalidParameter, .badRequest, .unknownFrameType,
         .unauthorized, .forbidden,
         .conversationNotFound, .memberNotFound, .messageNotFound, .notFound, .methodNotAllowed,
-        .idempotencyConflict, .messageDeleted, .payloadTooLarge,
+        .requestTimeout, .idempotencyConflict, .messageDeleted, .payloadTooLarge, .rateLimited,
         .invalidMessageBody, .invalidClientID, .invalidTitle, .invalidUserID, .invalidReadSeq, .tooManyMembers,
         .tooManyItems, .invalidLayoutInput,
         .internalError, .serviceUnavailable, .outcomeUnknown,

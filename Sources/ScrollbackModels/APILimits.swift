@@ -26,6 +26,12 @@ public enum APILimits {
     /// The change log's page size without `limit`.
     public static let defaultChangesLimit = 100
 
+    /// The JSON of one change-log page or one page of the conversation
+    /// list stops before it would pass about this many bytes (it always
+    /// holds at least one item) and says there is more (`has_more`,
+    /// `next_cursor`): a page of 1,000 long messages or of 200 conversations
+    /// with 1,000 members each is not one response of many megabytes.
+    public static let maxResponseBytes = 1024 * 1024
     /// A request body; larger ones get 413.
     public static let maxRequestBodyBytes = 64 * 1024
     /// Item heights in one layout request. A client lays out the window of a

@@ -125,7 +125,9 @@ public enum ServerFrame: Codable, Sendable, Equatable {
     case memberRemoved(conversationId: UUID)
     /// A frame could not be served. `ref` names what it was about: the
     /// `client_id` of a send, or the conversation of any other frame.
-    case error(code: APIErrorCode, message: String, ref: String?)
+    /// `retryAfter` (code `rate_limited`): seconds to wait before trying
+    /// that again.
+    case error(code: APIErrorCode, message: String, ref: String?, retryAfter: Int? = nil)
     /// More than ``APILimits/maxStreamBacklog`` messages were missed: page
     /// them over HTTP. The subscription stays live after `lastSeq`.
     case resyncRequired(conversationId: UUID, lastSeq: Int64)
@@ -143,6 +145,7 @@ public enum ServerFrame: Codable, Sendable, Equatable {
         case seq
         case code
         case ref
+        case retryAfter = "retry_after"
     }
 
     public var type: String {
@@ -190,7 +193,8 @@ public enum ServerFrame: Codable, Sendable, Equatable {
             self = .error(
                 code: try container.decode(APIErrorCode.self, forKey: .code),
                 message: try container.decode(String.self, forKey: .message),
-                ref: try container.decodeIfPresent(String.self, forKey: .ref))
+                ref: try container.decodeIfPresent(String.self, forKey: .ref),
+                retryAfter: try container.decodeIfPresent(Int.self, forKey: .retryAfter))
         case "resync_required":
             self = .resyncRequired(conversationId: try id(), lastSeq: try container.decode(Int64.self, forKey: .lastSeq))
         case "pong":
@@ -223,10 +227,11 @@ public enum ServerFrame: Codable, Sendable, Equatable {
             try container.encode(userId, forKey: .userId)
         case .memberRemoved(let id):
             try container.encode(id.lowercased, forKey: .conversationId)
-        case .error(let code, let message, let ref):
+        case .error(let code, let message, let ref, let retryAfter):
             try container.encode(code, forKey: .code)
             try container.encode(message, forKey: .message)
             try container.encodeIfPresent(ref, forKey: .ref)
+            try container.encodeIfPresent(retryAfter, forKey: .retryAfter)
         case .resyncRequired(let id, let lastSeq):
             try container.encode(id.lowercased, forKey: .conversationId)
             try container.encode(lastSeq, forKey: .lastSeq)
@@ -279,7 +284,7 @@ extension ServerFrame: JSONWritable {
             writer.key("conversation_id")
             writer.uuid(id)
             writeType(to: &writer)
-        case .error(let code, let message, let ref):
+        case .error(let code, let message, let ref, let retryAfter):
             writer.key("code")
             writer.string(code.rawValue)
             writer.key("message")
@@ -287,6 +292,10 @@ extension ServerFrame: JSONWritable {
             if let ref {
                 writer.key("ref")
                 writer.string(ref)
+            }
+            if let retryAfter {
+                writer.key("retry_after")
+                writer.number(Int64(retryAfter))
             }
             writeType(to: &writer)
         case .resyncRequired(let id, let lastSeq):
@@ -315,6 +324,9 @@ public enum StreamCloseCode {
     /// The client did not read fast enough and its queue filled: reconnect
     /// and resume each conversation from the last seq received.
     public static let tooSlow = 4408
+    /// The instance has as many sockets open as it takes (1013, "try again
+    /// later"): reconnect after a moment, to this or another instance.
+    public static let tryAgainLater = 1013
 }
 
 extension UUID {

@@ -1,4 +1,5 @@
 import Hummingbird
+import HummingbirdCore
 import HummingbirdWebSocket
 import ScrollbackModels
 import Logging
@@ -7,16 +8,17 @@ import ServiceLifecycle
 
 /// The routes of the service, in one place.
 public func buildRouter(
-    store: ScrollbackStore, tokens: TokenAuthority, live: LiveDelivery
+    store: ScrollbackStore, tokens: TokenAuthority, live: LiveDelivery, limiter: RateLimiter = RateLimiter(limits: RateLimits())
 ) -> Router<ScrollbackRequestContext> {
     let router = Router(context: ScrollbackRequestContext.self, options: .autoGenerateHeadEndpoints)
     router.add(middleware: RequestLogMiddleware())
     router.add(middleware: ErrorMiddleware())
+    router.add(middleware: BodyLimitMiddleware())
     HealthController(store: store, live: live).addRoutes(to: router)
     LayoutController().addRoutes(to: router)  // public: outside the authenticated group
     let v1 = router.group("v1").add(middleware: AuthMiddleware(tokens: tokens, store: store))
-    ConversationController(store: store).addRoutes(to: v1)
-    MessageController(store: store).addRoutes(to: v1)
+    ConversationController(store: store, limiter: limiter).addRoutes(to: v1)
+    MessageController(store: store, limiter: limiter).addRoutes(to: v1)
     MessageChangeController(store: store).addRoutes(to: v1)
     StreamController.addPlainRoute(to: router)
     router.add(middleware: MethodNotAllowedMiddleware(routes: router.routes.map { ($0.method, $0.path.description) }))
@@ -37,24 +39,31 @@ public func buildApplication(
         throw ScrollbackConfiguration.Failure("SCROLLBACK_JWT_SECRET is not set.")
     }
     let tokens = try await TokenAuthority(secret: secret)
-    let delivery = live ?? LiveDelivery(store: store, logger: logger)
+    let delivery = live ?? LiveDelivery(store: store, options: configuration.liveOptions, logger: logger)
+    let limiter = RateLimiter(limits: configuration.rateLimits)
     let stream = StreamController(
-        session: StreamSession(live: delivery, tokens: tokens, store: store, logger: logger),
+        session: StreamSession(live: delivery, tokens: tokens, store: store, limiter: limiter, logger: logger),
         allowedOrigins: configuration.allowedOrigins)
+    let webSocketResponder = stream.webSocketRouter().buildResponder()
+    let channelConfiguration = HTTP1WebSocketUpgradeChannel.Configuration(
+        // Idle and slow connections are the slow-client guard's (see
+        // `RequestTimer`); the observer tells it where requests begin and end.
+        http1: .init(additionalChannelHandlers: [RequestBoundaryObserver()], idleTimeout: nil),
+        ws: .init(
+            maxFrameSize: APILimits.maxStreamFrameBytes,
+            autoPing: .enabled(timePeriod: delivery.options.pingInterval),
+            closeTimeout: .seconds(5),
+            validateUTF8: true))
+    let gate = ConnectionGate(limit: configuration.connections.maxConnections)
+    let connections = configuration.connections
     var app = Application(
-        router: buildRouter(store: store, tokens: tokens, live: delivery),
-        server: .http1WebSocketUpgrade(
-            webSocketRouter: stream.webSocketRouter(),
-            configuration: .init(
-                // A connection that sends nothing for a minute, between
-                // requests or in the middle of one, is closed rather than
-                // held forever.
-                http1: .init(idleTimeout: .seconds(60)),
-                ws: .init(
-                    maxFrameSize: APILimits.maxStreamFrameBytes,
-                    autoPing: .enabled(timePeriod: delivery.options.pingInterval),
-                    closeTimeout: .seconds(5),
-                    validateUTF8: true))),
+        router: buildRouter(store: store, tokens: tokens, live: delivery, limiter: limiter),
+        server: HTTPServerBuilder { responder in
+            GuardedChildChannel(
+                base: HTTP1WebSocketUpgradeChannel(
+                    responder: responder, webSocketResponder: webSocketResponder, configuration: channelConfiguration),
+                limits: connections, gate: gate, onRefused: {})
+        },
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "scrollback"),
         onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) },
         logger: logger)
@@ -70,7 +79,7 @@ public func buildApplication(
 /// goes in reverse: the sockets are closed with 1001 first, then the server
 /// finishes the requests in flight, then the pool closes.
 public func runScrollback(configuration: ScrollbackConfiguration, store: ScrollbackStore, logger: Logger) async throws {
-    let live = LiveDelivery(store: store, logger: logger)
+    let live = LiveDelivery(store: store, options: configuration.liveOptions, logger: logger)
     let app = try await buildApplication(configuration: configuration, store: store, logger: logger, live: live)
     let group = ServiceGroup(
         configuration: .init(

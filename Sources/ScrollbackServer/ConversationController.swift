@@ -6,6 +6,7 @@ import ScrollbackStore
 /// `/v1/conversations` and their members.
 struct ConversationController {
     let store: ScrollbackStore
+    let limiter: RateLimiter
 
     func addRoutes(to group: RouterGroup<ScrollbackRequestContext>) {
         group.post("conversations", use: create)
@@ -19,9 +20,10 @@ struct ConversationController {
 
     @Sendable func create(_ request: Request, context: ScrollbackRequestContext) async throws -> Response {
         let user = try context.requireUser()
-        let input = try await RequestBody.decode(CreateConversationRequest.self, from: request)
+        let input = try await RequestBody.decode(CreateConversationRequest.self, from: request, context: context)
         let title = try Validation.title(input.title)
         let members = try Validation.members(input.members, creator: user)
+        try limiter.check(.conversation, for: user)
         let conversation = try await store.createConversation(creator: user, title: title, members: members)
         return try JSONResponse.make(conversation, status: .created)
     }
@@ -47,8 +49,9 @@ struct ConversationController {
     @Sendable func addMember(_ request: Request, context: ScrollbackRequestContext) async throws -> Response {
         let user = try context.requireUser()
         let id = try Self.conversationID(context)
-        let input = try await RequestBody.decode(AddMemberRequest.self, from: request)
+        let input = try await RequestBody.decode(AddMemberRequest.self, from: request, context: context)
         let member = try Validation.userID(input.userId, field: "user_id")
+        try limiter.check(.member, for: user)
         return try JSONResponse.make(try await store.addMember(member, to: id, by: user))
     }
 
@@ -64,7 +67,7 @@ struct ConversationController {
     @Sendable func markRead(_ request: Request, context: ScrollbackRequestContext) async throws -> Response {
         let user = try context.requireUser()
         let id = try Self.conversationID(context)
-        let input = try await RequestBody.decode(ReadMarkerRequest.self, from: request)
+        let input = try await RequestBody.decode(ReadMarkerRequest.self, from: request, context: context)
         return try JSONResponse.make(try await store.markRead(Validation.readSeq(input.seq), in: id, by: user))
     }
 
@@ -75,6 +78,7 @@ struct ConversationController {
     @Sendable func typing(_ request: Request, context: ScrollbackRequestContext) async throws -> Response {
         let user = try context.requireUser()
         let id = try Self.conversationID(context)
+        try limiter.check(.typing, for: user)
         guard try await store.notifyTyping(in: id, by: user) else { throw APIError.conversationNotFound }
         return Response(status: .noContent)
     }

@@ -15,7 +15,7 @@ struct LayoutController {
     /// cannot represent as a Double such as `1e400`); 413 above 64 KiB; 422
     /// for more than 10,000 items or a size the calculator rejects.
     @Sendable func layout(_ request: Request, context: ScrollbackRequestContext) async throws -> Response {
-        let input = try await RequestBody.decode(LayoutRequest.self, from: request)
+        let input = try await RequestBody.decode(LayoutRequest.self, from: request, context: context)
         let layout: LayoutResponse
         do {
             layout = try LayoutRequests.response(for: input)

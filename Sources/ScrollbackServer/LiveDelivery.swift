@@ -17,6 +17,9 @@ public struct LiveOptions: Sendable {
     public var pingInterval: Duration = .seconds(30)
     /// The outbound queue of each socket.
     var queueLimits = OutboundQueue.Limits()
+    /// `SCROLLBACK_MAX_SOCKETS`: open live-stream sockets; one more is
+    /// closed with 1013 (try again later) right after the upgrade.
+    public var maxSockets = 5_000
 
     public init() {}
 

@@ -32,10 +32,18 @@ actor LiveHub {
 
     // MARK: Sockets
 
-    func connect(_ socket: StreamSocket) -> Bool {
-        guard !shuttingDown else { return false }
+    enum Admission {
+        case accepted
+        case shuttingDown
+        /// As many sockets as the instance takes are open.
+        case full
+    }
+
+    func connect(_ socket: StreamSocket, limit: Int) -> Admission {
+        guard !shuttingDown else { return .shuttingDown }
+        guard sockets.count < limit else { return .full }
         sockets[socket.id] = socket
-        return true
+        return .accepted
     }
 
     func disconnect(_ socket: StreamSocket) {

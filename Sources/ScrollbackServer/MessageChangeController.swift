@@ -18,7 +18,7 @@ struct MessageChangeController {
     @Sendable func edit(_ request: Request, context: ScrollbackRequestContext) async throws -> Response {
         let user = try context.requireUser()
         let (id, seq) = try Self.messageAddress(context)
-        let input = try await RequestBody.decode(EditMessageRequest.self, from: request)
+        let input = try await RequestBody.decode(EditMessageRequest.self, from: request, context: context)
         let body = try Validation.messageBody(input.body)
         return try JSONResponse.make(MessageEnvelope(message: try await store.edit(seq, in: id, by: user, body: body)))
     }

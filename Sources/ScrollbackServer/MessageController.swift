@@ -6,6 +6,7 @@ import ScrollbackStore
 /// Sending messages and paging history.
 struct MessageController {
     let store: ScrollbackStore
+    let limiter: RateLimiter
 
     func addRoutes(to group: RouterGroup<ScrollbackRequestContext>) {
         group.post("conversations/:id/messages", use: send)
@@ -17,9 +18,10 @@ struct MessageController {
     @Sendable func send(_ request: Request, context: ScrollbackRequestContext) async throws -> Response {
         let user = try context.requireUser()
         let id = try ConversationController.conversationID(context)
-        let input = try await RequestBody.decode(SendMessageRequest.self, from: request)
+        let input = try await RequestBody.decode(SendMessageRequest.self, from: request, context: context)
         let body = try Validation.messageBody(input.body)
         let clientID = try Validation.clientID(input.clientId)
+        try limiter.check(.send, for: user)
         switch try await store.send(to: id, from: user, body: body, clientID: clientID) {
         case .created(let message):
             return try JSONResponse.make(MessageEnvelope(message: message), status: .created)

@@ -9,14 +9,19 @@ enum RequestBody {
     static let limit = APILimits.maxRequestBodyBytes
     static let decoder = ScrollbackJSON.decoder()
 
-    static func decode<T: Decodable>(_ type: T.Type, from request: Request) async throws -> T {
+    static func decode<T: Decodable>(
+        _ type: T.Type, from request: Request, context: ScrollbackRequestContext
+    ) async throws -> T {
         var request = request
         let buffer: ByteBuffer
         do {
             buffer = try await request.collectBody(upTo: limit)
         } catch is NIOTooManyBytesError {
+            // A chunked body that passed the limit: the rest is never read.
+            context.refuseRestOfRequest()
             throw APIError.payloadTooLarge(limit: limit)
         } catch let error as HTTPError where error.status == .contentTooLarge {
+            context.refuseRestOfRequest()
             throw APIError.payloadTooLarge(limit: limit)
         }
         guard buffer.readableBytes > 0 else {
@@ -29,5 +34,22 @@ enum RequestBody {
         } catch {
             throw APIError.badRequest(.invalidJSON, "The request body is not valid JSON.")
         }
+    }
+}
+
+/// Refuses a body whose declared `Content-Length` is over the limit with 413
+/// before reading a byte of it, and closes the connection after the answer
+/// rather than reading the rest (which a keep-alive connection would have to).
+struct BodyLimitMiddleware: RouterMiddleware {
+    typealias Context = ScrollbackRequestContext
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
+        if let declared = request.headers[.contentLength], let length = Int(declared), length > RequestBody.limit {
+            context.refuseRestOfRequest()
+            throw APIError.payloadTooLarge(limit: RequestBody.limit)
+        }
+        return try await next(request, context)
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import NIOConcurrencyHelpers
+import NIOCore
 import ScrollbackModels
 
 /// Per-request state: who is calling, once the bearer token checked out.
@@ -12,9 +13,20 @@ public struct ScrollbackRequestContext: RequestContext {
     /// authenticated group: shared by every copy of the context.
     let caller = NIOLockedValueBox<UserID?>(nil)
 
+    /// The request's connection.
+    let channel: any Channel
+
     public init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)
         self.userID = nil
+        self.channel = source.channel
+    }
+
+    /// Stops reading the connection: the answer being made is still
+    /// written, then the connection closes instead of reading (and
+    /// discarding) the rest of a body too large to take.
+    func refuseRestOfRequest() {
+        channel.close(mode: .input, promise: nil)
     }
 
     /// A path parameter, percent-decoded (`bob%40example.com` is

@@ -27,6 +27,17 @@ public struct ScrollbackConfiguration: Sendable {
     /// may open the live stream (`*` for any); requests without `Origin`
     /// (native apps) are always allowed. None by default.
     public var allowedOrigins = AllowedOrigins([])
+    /// `SCROLLBACK_RATE_LIMITS=off` and `SCROLLBACK_LIMIT_SEND`,
+    /// `_CONVERSATIONS`, `_MEMBERS`, `_TYPING`, `_SUBSCRIBE`
+    /// (`BURST/SECONDS`, 0 for none): per user, per instance.
+    public var rateLimits = RateLimits()
+    /// `SCROLLBACK_MAX_CONNECTIONS`, `SCROLLBACK_HEADER_TIMEOUT`,
+    /// `SCROLLBACK_BODY_TIMEOUT`, `SCROLLBACK_MIN_RECEIVE_RATE`,
+    /// `SCROLLBACK_IDLE_TIMEOUT`.
+    public var connections = ConnectionLimits()
+    /// `SCROLLBACK_MAX_SOCKETS` (live delivery's other settings are not
+    /// configurable).
+    public var liveOptions = LiveOptions()
 
     public init() {}
 
@@ -67,6 +78,33 @@ public struct ScrollbackConfiguration: Sendable {
         }
         if let text = value("SCROLLBACK_STATE_DIR") { stateDirectory = text }
         if let text = value("SCROLLBACK_ALLOWED_ORIGINS") { allowedOrigins = AllowedOrigins(list: text) }
+        if let text = value("SCROLLBACK_RATE_LIMITS") {
+            guard text == "off" || text == "on" else {
+                throw Failure("SCROLLBACK_RATE_LIMITS must be on or off (got \(text)).")
+            }
+            if text == "off" { rateLimits = .off }
+        }
+        for (name, action) in Self.rateLimitVariables {
+            if let text = value(name) { rateLimits[action] = try Self.rateLimit(text, name) }
+        }
+        if let text = value("SCROLLBACK_MAX_CONNECTIONS") {
+            connections.maxConnections = try Self.integer(text, "SCROLLBACK_MAX_CONNECTIONS", in: 1...1_000_000)
+        }
+        if let text = value("SCROLLBACK_MAX_SOCKETS") {
+            liveOptions.maxSockets = try Self.integer(text, "SCROLLBACK_MAX_SOCKETS", in: 1...1_000_000)
+        }
+        if let text = value("SCROLLBACK_HEADER_TIMEOUT") {
+            connections.headerTimeout = try Self.seconds(text, "SCROLLBACK_HEADER_TIMEOUT")
+        }
+        if let text = value("SCROLLBACK_BODY_TIMEOUT") {
+            connections.bodyTimeout = try Self.seconds(text, "SCROLLBACK_BODY_TIMEOUT")
+        }
+        if let text = value("SCROLLBACK_MIN_RECEIVE_RATE") {
+            connections.minReceiveRate = try Self.integer(text, "SCROLLBACK_MIN_RECEIVE_RATE", in: 0...1_000_000_000)
+        }
+        if let text = value("SCROLLBACK_IDLE_TIMEOUT") {
+            connections.idleTimeout = try Self.seconds(text, "SCROLLBACK_IDLE_TIMEOUT")
+        }
         if databaseURL != nil && jwtSecret == nil {
             throw Failure(
                 """
@@ -98,6 +136,24 @@ public struct ScrollbackConfiguration: Sendable {
             throw Failure("\(name) must be a number of seconds above 0 and at most 3600 (got \(text)).")
         }
         return .milliseconds(max(1, Int((seconds * 1000).rounded())))
+    }
+
+    static let rateLimitVariables: [(String, RateLimitedAction)] = [
+        ("SCROLLBACK_LIMIT_SEND", .send), ("SCROLLBACK_LIMIT_CONVERSATIONS", .conversation),
+        ("SCROLLBACK_LIMIT_MEMBERS", .member), ("SCROLLBACK_LIMIT_TYPING", .typing),
+        ("SCROLLBACK_LIMIT_SUBSCRIBE", .subscribe),
+    ]
+
+    /// `BURST/SECONDS` (`30/10`: 30 at once, 30 more every 10 seconds), or
+    /// `0` for no limit.
+    static func rateLimit(_ text: String, _ name: String) throws -> RateLimit {
+        if text == "0" || text == "off" { return .off }
+        let parts = text.split(separator: "/", omittingEmptySubsequences: false)
+        guard parts.count == 2, let burst = Int(parts[0]), (1...1_000_000).contains(burst) else {
+            throw Failure(
+                "\(name) must be BURST/SECONDS, such as 30/10 (30 at once, 30 more every 10 seconds), or 0 for no limit (got \(text)).")
+        }
+        return RateLimit(burst: burst, per: try seconds(String(parts[1]), name))
     }
 
     /// A logger at the configured level.

@@ -67,8 +67,10 @@ struct StreamController {
         let router = Router(context: StreamRequestContext.self)
         router.ws(
             RouterPath(Self.path),
-            shouldUpgrade: { [allowedOrigins] request, _ in
+            shouldUpgrade: { [allowedOrigins] request, context in
                 guard allowedOrigins.allows(request.headers[values: .origin]) else { return .dontUpgrade }
+                // A socket has pings and its own deadlines, not a request's.
+                if let channel = context.channel { SlowClientGuard.exempt(channel) }
                 return .upgrade([:])
             },
             onUpgrade: { [session] inbound, outbound, context in

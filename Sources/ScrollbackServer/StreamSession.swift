@@ -12,6 +12,7 @@ struct StreamSession {
     let live: LiveDelivery
     let tokens: TokenAuthority
     let store: ScrollbackStore
+    let limiter: RateLimiter
     let logger: Logger
 
     private static let decoder = ScrollbackJSON.decoder()
@@ -25,8 +26,16 @@ struct StreamSession {
     ) async throws {
         let socket = StreamSocket(
             channel: channel, outbound: outbound, counters: live.counters, limits: live.options.queueLimits)
-        guard await live.hub.connect(socket) else {
+        switch await live.hub.connect(socket, limit: live.options.maxSockets) {
+        case .accepted:
+            break
+        case .shuttingDown:
             try? await outbound.close(.goingAway, reason: "server shutting down")
+            return
+        case .full:
+            live.counters.refusedOverCapacity()
+            try? await outbound.close(
+                .unknown(UInt16(StreamCloseCode.tryAgainLater)), reason: "too many sockets: retry later")
             return
         }
         if let authorization {
@@ -129,6 +138,7 @@ struct StreamSession {
             case .auth(let token):
                 await authenticate(socket, token: { token })
             case .subscribe(let id, let afterSeq):
+                try limiter.check(.subscribe, for: user)
                 try await subscribe(socket, user: user, to: id, after: afterSeq)
             case .unsubscribe(let id):
                 await live.hub.unsubscribe(socket, from: id)
@@ -136,6 +146,7 @@ struct StreamSession {
                 do {
                     let body = try Validation.messageBody(body)
                     _ = try Validation.clientID(clientID)
+                    try limiter.check(.send, for: user)
                     let outcome = try await store.send(to: id, from: user, body: body, clientID: clientID)
                     let replayed = if case .replayed = outcome { true } else { false }
                     socket.send(.ack(clientId: clientID, message: outcome.message, replayed: replayed))
@@ -147,6 +158,7 @@ struct StreamSession {
             case .typing(let id):
                 let interval = Duration.seconds(APILimits.typingIntervalSeconds)
                 guard socket.mayAnnounceTyping(in: id, interval: interval) else { return }
+                try limiter.check(.typing, for: user)
                 guard try await store.notifyTyping(in: id, by: user) else { throw StoreError.conversationNotFound }
             case .ping:
                 socket.send(.pong)
@@ -188,7 +200,7 @@ struct StreamSession {
             logger.error("unexpected error on the live stream", metadata: ["error": "\(String(reflecting: error))"])
             apiError = APIError(.internalServerError, .internalError, "Something went wrong on our side.")
         }
-        socket.send(.error(code: apiError.code, message: apiError.message, ref: ref))
+        socket.send(.error(code: apiError.code, message: apiError.message, ref: ref, retryAfter: apiError.retryAfterSeconds))
     }
 }
 

@@ -152,6 +152,11 @@ final class StreamSocket: Sendable {
 final class LiveCounters: Sendable {
     private let tooSlow = NIOLockedValueBox(0)
 
+    private let full = NIOLockedValueBox(0)
+
     func closedTooSlow() { tooSlow.withLockedValue { $0 += 1 } }
     var closedForSlowness: Int { tooSlow.withLockedValue { $0 } }
+    func refusedOverCapacity() { full.withLockedValue { $0 += 1 } }
+    /// Sockets closed with 1013 because the instance had as many as it takes.
+    var refusedForCapacity: Int { full.withLockedValue { $0 } }
 }

@@ -10,22 +10,7 @@ enum Validation {
     static let maxMembers = APILimits.maxMembers
 
     static func messageBody(_ body: String) throws -> String {
-        if body.unicodeScalars.contains("\u{0}") {
-            throw APIError.unprocessable(.invalidMessageBody, "Field `body` must not contain the NUL character (U+0000).")
-        }
-        // Invisible format characters (zero-width space, joiners, marks of
-        // direction) alone show nothing either.
-        if body.unicodeScalars.allSatisfy({ $0.properties.isWhitespace || $0.properties.generalCategory == .format }) {
-            throw APIError.unprocessable(
-                .invalidMessageBody, "Field `body` must contain some visible text, not only whitespace.")
-        }
-        let length = body.unicodeScalars.count
-        if length > maxBodyCharacters {
-            throw APIError.unprocessable(
-                .invalidMessageBody,
-                "Field `body` must be at most \(maxBodyCharacters) characters, counted as Unicode code points (it has \(length)).")
-        }
-        return body
+        try visibleText(body, field: "body", code: .invalidMessageBody, maxLength: maxBodyCharacters, allowingLineBreaks: true)
     }
 
     static func clientID(_ clientID: String?) throws -> String? {
@@ -48,16 +33,39 @@ enum Validation {
 
     static func title(_ title: String?) throws -> String? {
         guard let title else { return nil }
-        if title.unicodeScalars.contains("\u{0}") {
-            throw APIError.unprocessable(.invalidTitle, "Field `title` must not contain the NUL character (U+0000).")
-        }
-        let length = title.unicodeScalars.count
-        if length > maxTitleCharacters {
+        return try visibleText(title, field: "title", code: .invalidTitle, maxLength: maxTitleCharacters, allowingLineBreaks: false)
+    }
+
+    /// Text people read, by the rule of ``VisibleText``: something visible,
+    /// no control characters but a body's line breaks and tabs, and at most
+    /// `maxLength` code points.
+    private static func visibleText(
+        _ text: String, field: String, code: APIErrorCode, maxLength: Int, allowingLineBreaks: Bool
+    ) throws -> String {
+        if let control = VisibleText.forbiddenControl(in: text, allowingLineBreaks: allowingLineBreaks) {
+            let allowed = allowingLineBreaks ? " other than tab, line feed and carriage return" : ""
             throw APIError.unprocessable(
-                .invalidTitle,
-                "Field `title` must be at most \(maxTitleCharacters) characters, counted as Unicode code points (it has \(length)).")
+                code,
+                "Field `\(field)` must not contain control characters\(allowed) (it has U+\(hex(control))).")
         }
-        return title
+        if !VisibleText.showsSomething(text) {
+            throw APIError.unprocessable(
+                code,
+                "Field `\(field)` must contain some visible text, not only whitespace or invisible characters."
+                    + (field == "title" ? " Omit it or send null for no title." : ""))
+        }
+        let length = text.unicodeScalars.count
+        if length > maxLength {
+            throw APIError.unprocessable(
+                code,
+                "Field `\(field)` must be at most \(maxLength) characters, counted as Unicode code points (it has \(length)).")
+        }
+        return text
+    }
+
+    private static func hex(_ scalar: Unicode.Scalar) -> String {
+        let digits = String(scalar.value, radix: 16, uppercase: true)
+        return String(repeating: "0", count: max(0, 4 - digits.count)) + digits
     }
 
     static func userID(_ id: String, field: String) throws -> UserID {

@@ -88,7 +88,8 @@ extension ScrollbackStore {
 
     /// A page of the user's conversations, most recently active first, after
     /// `position` (nil: from the top). Keyset on the activity mark, never an
-    /// OFFSET.
+    /// OFFSET. A page stops at `limit` conversations or at about
+    /// ``APILimits/maxResponseBytes`` of JSON, whichever comes first.
     ///
     /// Activity changes while a client pages: a send moves its conversation
     /// to the top. One that was already listed only moves (nothing is lost),
@@ -131,8 +132,11 @@ extension ScrollbackStore {
             page.append((conversation, activity, try columns["id_hash"].decode(Int64.self)))
         }
         let activityChanged = passed != (position.count, position.digest)
-        let hasMore = page.count > limit
-        if hasMore { page.removeLast() }
+        // At most `limit` conversations, and fewer when their members and
+        // last messages would make a response of many megabytes.
+        let kept = ResponseBudget.fittingCount(of: page.prefix(limit)) { ResponseBudget.conversation($0.0) }
+        let hasMore = page.count > kept
+        page.removeLast(page.count - kept)
         let next = page.last.map { last in
             ConversationListPosition(
                 mark: last.activity, count: passed.count + Int64(page.count),

@@ -21,8 +21,17 @@ struct Serve: AsyncParsableCommand {
         flags["HOST"] = host
         flags["PORT"] = port
         flags["LOG_LEVEL"] = logLevel
+        // Before the settings: the default connection cap follows the file limit.
+        ConnectionLimits.raiseFileLimit()
         let configuration = try Startup.configuration(overrides: flags)
         let logger = configuration.logger("scrollback")
+        logger.info(
+            "limits",
+            metadata: [
+                "max_connections": "\(configuration.connections.maxConnections)",
+                "max_sockets": "\(configuration.liveOptions.maxSockets)",
+                "rate_limits": "\(RateLimitedAction.allCases.map { "\($0.rawValue) \(configuration.rateLimits[$0])" }.joined(separator: ", "))",
+            ])
         let database = try Startup.database(configuration, logger: logger)
         defer { if let (launcher, running) = database.embedded { launcher.stop(running) } }
         logger.info("using database", metadata: ["url": "\(database.url.redacted)"])

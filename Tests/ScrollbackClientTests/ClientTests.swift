@@ -60,7 +60,7 @@ import Testing
                 Issue.record("a blank body was accepted")
             } catch {
                 #expect(error.code == .invalidMessageBody)
-                #expect(error.errorDescription == "Field `body` must contain some visible text, not only whitespace.")
+                #expect(error.errorDescription == "Field `body` must contain some visible text, not only whitespace or invisible characters.")
             }
             _ = try await alice.send("first", to: id, clientId: "same")
             do throws(ScrollbackError) {

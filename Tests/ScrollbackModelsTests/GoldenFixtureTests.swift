@@ -123,6 +123,10 @@ struct Golden: Sendable, CustomTestStringConvertible {
             "server_frame_error_without_ref",
             ServerFrame.error(code: .unknownFrameType, message: "Unknown frame type.", ref: nil)),
         Golden(
+            "server_frame_error_rate_limited",
+            ServerFrame.error(
+                code: .rateLimited, message: "You are sending too fast: retry in 2 s.", ref: "c-7f3a", retryAfter: 2)),
+        Golden(
             "server_frame_resync_required", ServerFrame.resyncRequired(conversationId: Values.conversationID, lastSeq: 1042)),
         Golden("server_frame_pong", ServerFrame.pong),
     ]

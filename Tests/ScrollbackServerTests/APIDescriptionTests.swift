@@ -122,6 +122,9 @@ import Testing
         }
         let tooLarge = Self.block(["components", "responses", "PayloadTooLarge"], in: yaml)
         #expect(tooLarge?.contains("over \(APILimits.maxRequestBodyBytes / 1024) KiB") == true)
+        for path in [["paths", "/v1/conversations", "get"], ["paths", "/v1/conversations/{id}/changes", "get"]] {
+            #expect(Self.block(path, in: yaml)?.contains("about \(APILimits.maxResponseBytes / 1024 / 1024) MiB") == true, "\(path)")
+        }
 
         // The prose states them too, written with thousands separators.
         func written(_ number: Int) -> String {
@@ -132,6 +135,40 @@ import Testing
             "1 to \(written(APILimits.maxMessageBodyLength)) characters",
         ] {
             #expect(yaml.contains(phrase), "openapi.yaml does not say \"\(phrase)\"")
+        }
+    }
+
+    /// The code points a `[^...]` class of `\uXXXX` escapes and ranges leaves out.
+    static func excluded(byNegatedClass text: Substring) -> Set<UInt32> {
+        var set = Set<UInt32>()
+        for match in text.matches(of: #/\\u([0-9A-F]{4})(?:-\\u([0-9A-F]{4}))?/#) {
+            let low = UInt32(match.1, radix: 16)!
+            set.formUnion(low...(match.2.map { UInt32($0, radix: 16)! } ?? low))
+        }
+        return set
+    }
+
+    /// The patterns of bodies and titles state the server's one rule of
+    /// visible text (``VisibleText``) for every code point of the Basic
+    /// Multilingual Plane, so a client that validates by the description
+    /// gets the server's answer.
+    @Test func theTextPatternsStateTheVisibleTextRule() throws {
+        let yaml = try String(contentsOfFile: "openapi.yaml", encoding: .utf8)
+        let plane = (UInt32(0)...0xFFFF).compactMap(Unicode.Scalar.init)
+        let invisible = Set(plane.filter(VisibleText.isInvisible).map(\.value))
+        func controls(allowingLineBreaks: Bool) -> Set<UInt32> {
+            Set(plane.filter { VisibleText.forbiddenControl(in: String($0), allowingLineBreaks: allowingLineBreaks) != nil }.map(\.value))
+        }
+        for (path, lineBreaks) in [
+            (["components", "schemas", "MessageBody"], true),
+            (["components", "schemas", "CreateConversationRequest", "properties", "title"], false),
+        ] {
+            let block = try #require(Self.block(path, in: yaml), "\(path)")
+            let pattern = try #require(block.firstMatch(of: #/pattern: '\^(\[\^[^\]]*\])\*(\[\^[^\]]*\])(\[\^[^\]]*\])\*\$'/#), "\(path)")
+            #expect(pattern.1 == pattern.3, "\(path)")
+            #expect(Self.excluded(byNegatedClass: pattern.1) == controls(allowingLineBreaks: lineBreaks), "\(path): controls")
+            let visible = Self.excluded(byNegatedClass: pattern.2)
+            #expect(visible == invisible, "\(path): listed but visible \(visible.subtracting(invisible).map { String($0, radix: 16) }), invisible but not listed \(invisible.subtracting(visible).map { String($0, radix: 16) })")
         }
     }
 

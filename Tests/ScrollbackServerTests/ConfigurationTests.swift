@@ -36,6 +36,45 @@ import Testing
         #expect(configuration.stateDirectory == "/var/lib/sb")
     }
 
+    @Test func theLimitsHaveTheirDocumentedDefaultsAndAreRead() throws {
+        let defaults = try ScrollbackConfiguration(environment: [:])
+        #expect(defaults.rateLimits == RateLimits())
+        #expect(defaults.rateLimits.send == RateLimit(burst: 30, per: .seconds(10)))
+        #expect(defaults.rateLimits.conversation == RateLimit(burst: 10, per: .seconds(60)))
+        #expect(defaults.rateLimits.member == RateLimit(burst: 100, per: .seconds(60)))
+        #expect(defaults.rateLimits.typing == RateLimit(burst: 10, per: .seconds(10)))
+        #expect(defaults.rateLimits.subscribe == RateLimit(burst: 50, per: .seconds(10)))
+        #expect(defaults.connections.headerTimeout == .seconds(10))
+        #expect(defaults.connections.bodyTimeout == .seconds(10))
+        #expect(defaults.connections.minReceiveRate == 1_024)
+        #expect(defaults.connections.idleTimeout == .seconds(60))
+        #expect((16...10_000).contains(defaults.connections.maxConnections))
+        #expect(defaults.liveOptions.maxSockets == 5_000)
+
+        let set = try ScrollbackConfiguration(environment: [
+            "SCROLLBACK_RATE_LIMITS": "off", "SCROLLBACK_LIMIT_SEND": "5/2.5", "SCROLLBACK_MAX_CONNECTIONS": "100",
+            "SCROLLBACK_MAX_SOCKETS": "50", "SCROLLBACK_HEADER_TIMEOUT": "3", "SCROLLBACK_BODY_TIMEOUT": "4",
+            "SCROLLBACK_MIN_RECEIVE_RATE": "10", "SCROLLBACK_IDLE_TIMEOUT": "0.5",
+        ])
+        #expect(set.rateLimits.send == RateLimit(burst: 5, per: .milliseconds(2500)))
+        #expect(set.rateLimits.conversation.isOff && set.rateLimits.typing.isOff)
+        #expect(set.connections.maxConnections == 100)
+        #expect(set.liveOptions.maxSockets == 50)
+        #expect(set.connections.headerTimeout == .seconds(3))
+        #expect(set.connections.bodyTimeout == .seconds(4))
+        #expect(set.connections.minReceiveRate == 10)
+        #expect(set.connections.idleTimeout == .milliseconds(500))
+        #expect(try ScrollbackConfiguration(environment: ["SCROLLBACK_LIMIT_TYPING": "0"]).rateLimits.typing.isOff)
+        for bad in ["30", "x/10", "30/0", "-1/10", "30/10/2"] {
+            #expect(throws: ScrollbackConfiguration.Failure.self, "\(bad)") {
+                try ScrollbackConfiguration(environment: ["SCROLLBACK_LIMIT_SEND": bad])
+            }
+        }
+        #expect(throws: ScrollbackConfiguration.Failure.self) {
+            try ScrollbackConfiguration(environment: ["SCROLLBACK_RATE_LIMITS": "maybe"])
+        }
+    }
+
     @Test func flagsWinOverTheEnvironment() throws {
         let configuration = try ScrollbackConfiguration(
             environment: ["PORT": "9000", "HOST": "0.0.0.0"], overrides: ["PORT": "9001"])

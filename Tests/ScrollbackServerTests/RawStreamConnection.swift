@@ -1,7 +1,5 @@
 import Foundation
-import NIOConcurrencyHelpers
 import NIOCore
-import NIOPosix
 import NIOWebSocket
 
 /// A `/v1/stream` connection seen byte by byte: it sends the upgrade request
@@ -23,47 +21,18 @@ enum RawStreamConnection {
     /// Connects, sends the upgrade with `headers`, and returns what the server
     /// sent until it closed the connection (throws after `timeout`).
     static func exchange(port: Int, headers: [(String, String)], timeout: Duration = .seconds(60)) async throws -> Reply {
-        let received = NIOLockedValueBox(ByteBuffer())
-        let ended = NIOLockedValueBox<CheckedContinuation<Void, any Error>?>(nil)
-        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(Collector(received: received, ended: ended))
-                }
-            }
-            .connect(host: "127.0.0.1", port: port).get()
+        let connection = try await RawConnection.open(port: port)
         let key = Data((0..<16).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
         var request = "GET /v1/stream HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
         request += "Sec-WebSocket-Key: \(key)\r\nSec-WebSocket-Version: 13\r\n"
         for (name, value) in headers { request += "\(name): \(value)\r\n" }
         request += "\r\n"
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask {
-                try await withCheckedThrowingContinuation { continuation in
-                    let done = ended.withLockedValue { slot -> Bool in
-                        if slot == nil && channel.isActive {
-                            slot = continuation
-                            return false
-                        }
-                        return true
-                    }
-                    if done { continuation.resume() }
-                }
-            }
-            group.addTask {
-                try await Task.sleep(for: timeout)
-                throw RawStreamError.stillOpen(after: timeout)
-            }
-            try await channel.writeAndFlush(ByteBuffer(string: request))
-            defer { group.cancelAll() }
-            do {
-                try await group.next()
-            } catch {
-                try? await channel.close()
-                throw error
-            }
+        try await connection.send(request)
+        guard await connection.closed(within: timeout) else {
+            await connection.close()
+            throw RawStreamError.stillOpen(after: timeout)
         }
-        return try parse(received.withLockedValue { $0 })
+        return try parse(connection.received)
     }
 
     private static func parse(_ bytes: ByteBuffer) throws -> Reply {
@@ -95,31 +64,6 @@ enum RawStreamConnection {
             rest = rest[(rest.startIndex + offset + length)...]
         }
         return Reply(head: head, frames: frames, trailing: rest.count)
-    }
-
-    private final class Collector: ChannelInboundHandler, Sendable {
-        typealias InboundIn = ByteBuffer
-        let received: NIOLockedValueBox<ByteBuffer>
-        let ended: NIOLockedValueBox<CheckedContinuation<Void, any Error>?>
-
-        init(received: NIOLockedValueBox<ByteBuffer>, ended: NIOLockedValueBox<CheckedContinuation<Void, any Error>?>) {
-            self.received = received
-            self.ended = ended
-        }
-
-        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-            var buffer = unwrapInboundIn(data)
-            _ = received.withLockedValue { $0.writeBuffer(&buffer) }
-        }
-
-        func channelInactive(context: ChannelHandlerContext) {
-            let waiter = ended.withLockedValue { slot in
-                defer { slot = nil }
-                return slot
-            }
-            waiter?.resume()
-            context.fireChannelInactive()
-        }
     }
 }
 

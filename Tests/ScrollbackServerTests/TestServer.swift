@@ -22,8 +22,13 @@ struct TestServer {
     let store: ScrollbackStore
     let tokens: TokenAuthority
 
-    static func run(_ test: @escaping @Sendable (TestServer) async throws -> Void) async throws {
-        try await TestDatabase.withStore(maximumConnections: 10) { store in
+    static func run(
+        configure: (inout ScrollbackConfiguration) -> Void = { _ in },
+        _ test: @escaping @Sendable (TestServer) async throws -> Void
+    ) async throws {
+        var configuration = configuration
+        configure(&configuration)
+        try await TestDatabase.withStore(maximumConnections: 10) { [configuration] store in
             var logger = Logger(label: "scrollback.tests.server")
             logger.logLevel = .warning
             let app = try await buildApplication(

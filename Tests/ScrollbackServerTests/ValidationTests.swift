@@ -22,10 +22,17 @@ import Testing
                 ("only whitespace", #"{"body": " \n\t "}"#, .unprocessableContent, .invalidMessageBody),
                 ("only invisible characters", #"{"body": "\u200B\u2060 \u200D"}"#, .unprocessableContent, .invalidMessageBody),
                 ("NUL", #"{"body": "a\u0000b"}"#, .unprocessableContent, .invalidMessageBody),
+                ("a control inside", #"{"body": "a\u0001b"}"#, .unprocessableContent, .invalidMessageBody),
+                ("an escape sequence inside", #"{"body": "red \u001B[31m"}"#, .unprocessableContent, .invalidMessageBody),
+                ("a C1 control inside", #"{"body": "a\u0085b"}"#, .unprocessableContent, .invalidMessageBody),
+                ("only a control", #"{"body": "\u0001"}"#, .unprocessableContent, .invalidMessageBody),
+                ("only a Hangul filler", #"{"body": "\u3164"}"#, .unprocessableContent, .invalidMessageBody),
+                ("only blank Braille", #"{"body": "\u2800\u2800"}"#, .unprocessableContent, .invalidMessageBody),
+                ("only a variation selector", #"{"body": "\uFE0F"}"#, .unprocessableContent, .invalidMessageBody),
+                ("only tag characters", #"{"body": "\uDB40\uDC01\uDB40\uDC41"}"#, .unprocessableContent, .invalidMessageBody),
                 ("one character too many", #"{"body": "\#(String(repeating: "x", count: APILimits.maxMessageBodyLength + 1))"}"#, .unprocessableContent, .invalidMessageBody),
                 ("empty client_id", #"{"body": "hi", "client_id": ""}"#, .unprocessableContent, .invalidClientID),
                 ("long client_id", #"{"body": "hi", "client_id": "\#(String(repeating: "k", count: APILimits.maxClientIDLength + 1))"}"#, .unprocessableContent, .invalidClientID),
-                ("over the body limit", #"{"body": "\#(String(repeating: "y", count: APILimits.maxRequestBodyBytes))"}"#, .contentTooLarge, .payloadTooLarge),
             ]
             for (name, body, status, code) in cases {
                 let reply = try await server.request(.post, path, as: "alice", rawBody: body)
@@ -42,11 +49,16 @@ import Testing
             let idReply = try await server.send("hi", to: conversation.id, as: "alice", clientID: longID)
             #expect(idReply.status == .unprocessableContent)
             #expect(try idReply.error().error.code == .invalidClientID)
+            // Ordinary text with line breaks, tabs and an emoji with its
+            // variation selector is fine, and stored as sent.
+            let lines = "first line\r\n\tsecond ❤\u{FE0F}"
+            #expect(try await server.send(lines, to: conversation.id, as: "alice").status == .created)
             // Exactly the limit in code points is fine.
             let longest = String(repeating: "👍", count: APILimits.maxMessageBodyLength)
             #expect(try await server.send(longest, to: conversation.id, as: "alice").status == .created)
             let page = try await server.request(.get, path, as: "alice").decode(MessagePage.self)
-            #expect(page.messages.map(\.seq) == [2, 1])
+            #expect(page.messages.map(\.seq) == [3, 2, 1])
+            #expect(page.messages[1].body == lines)
             #expect(page.messages.last?.body == "first")
         }
     }
@@ -56,6 +68,10 @@ import Testing
             let cases: [(String, String, HTTPResponse.Status, APIErrorCode)] = [
                 ("title too long", #"{"title": "\#(String(repeating: "t", count: APILimits.maxTitleLength + 1))"}"#, .unprocessableContent, .invalidTitle),
                 ("title NUL", #"{"title": "a\u0000"}"#, .unprocessableContent, .invalidTitle),
+                ("title with a line feed", #"{"title": "a\nb"}"#, .unprocessableContent, .invalidTitle),
+                ("empty title", #"{"title": ""}"#, .unprocessableContent, .invalidTitle),
+                ("title of a Hangul filler", #"{"title": "\u3164"}"#, .unprocessableContent, .invalidTitle),
+                ("title of blank Braille and spaces", #"{"title": " \u2800 "}"#, .unprocessableContent, .invalidTitle),
                 ("title wrong type", #"{"title": ["x"]}"#, .badRequest, .invalidField),
                 ("members not array", #"{"members": "bob"}"#, .badRequest, .invalidField),
                 ("members null", #"{"members": null}"#, .badRequest, .invalidField),

@@ -14,11 +14,17 @@ public final class LiveCluster: Sendable {
     /// The signing secret of every instance.
     public static let secret = "test-secret-for-the-http-suite-" + String(repeating: "0123456789", count: 4)
 
-    /// A server on a free loopback port, signing with `secret`.
+    /// A server on a free loopback port, signing with `secret`, without rate
+    /// limits (tests send as fast as they can) and with a long idle timeout
+    /// (the test client does not reopen a connection the server closed, and
+    /// on a busy machine a test may set data up for minutes); the limits' own
+    /// tests set theirs.
     public static var configuration: ScrollbackConfiguration {
         var configuration = ScrollbackConfiguration()
         configuration.port = 0
         configuration.jwtSecret = secret
+        configuration.rateLimits = .off
+        configuration.connections.idleTimeout = .seconds(3600)
         return configuration
     }
 
