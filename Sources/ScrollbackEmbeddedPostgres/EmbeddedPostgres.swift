@@ -16,7 +16,11 @@ import Darwin
 /// under `/usr/lib/postgresql/*/bin`. `initdb` and `postgres` refuse to run as
 /// root, so a root process runs them as the `postgres` system user. The
 /// cluster listens on a free loopback port, TCP only, with a password kept in
-/// the state folder (readable by its owner only).
+/// the state folder. The state folder is
+/// private (mode 0700; 0710 with the postgres group when that account keeps
+/// its data inside), its files are owner-only from their first byte, and a
+/// link, a foreign owner or a loose mode found there is refused with the
+/// command that fixes it (see `StateFiles`).
 public struct EmbeddedPostgres: Sendable {
     /// What the launcher needs to tune the cluster.
     public struct Options: Sendable {
@@ -77,8 +81,7 @@ public struct EmbeddedPostgres: Sendable {
     public func start() throws -> Running {
         let binDirectory = try Self.findServerBinaries()
         let account = try ServiceAccount.forCurrentProcess()
-        try makeStateDirectory(account: account)
-        let dataDirectory = try dataDirectoryPath(account: account)
+        let dataDirectory = try prepareDirectories(account: account)
         let password = try StateFiles.readOrCreateSecret(at: stateDirectory + "/\(clusterName)-password")
 
         if !FileManager.default.fileExists(atPath: dataDirectory + "/PG_VERSION") {
@@ -89,7 +92,7 @@ public struct EmbeddedPostgres: Sendable {
             // Started by another process of ours: leave it to that process,
             // unless that process is gone (it crashed); then this one adopts
             // the cluster and stops it when it stops.
-            let adopted = !ownerIsAlive()
+            let adopted = try !ownerIsAlive()
             if adopted { try recordOwnership() }
             logger.info(
                 adopted ? "adopting embedded PostgreSQL left running" : "embedded PostgreSQL already running",
@@ -109,7 +112,7 @@ public struct EmbeddedPostgres: Sendable {
              // changed option takes effect on a cluster made earlier.
              "-o", "-p \(port) -c max_connections=\(options.maxConnections)"])
         guard result.status == 0 else {
-            let log = (try? String(contentsOfFile: dataDirectory + "/scrollback-server.log", encoding: .utf8)) ?? ""
+            let log = StateFiles.readPlainFile(at: dataDirectory + "/scrollback-server.log") ?? ""
             throw LaunchError(
                 description: "PostgreSQL did not start (pg_ctl exited \(result.status)):\n\(result.output)\n\(log.suffix(2000))")
         }
@@ -128,7 +131,7 @@ public struct EmbeddedPostgres: Sendable {
     /// take the database away use it).
     public func stopAnyRunning() throws {
         let account = try ServiceAccount.forCurrentProcess()
-        let dataDirectory = try dataDirectoryPath(account: account)
+        let dataDirectory = try prepareDirectories(account: account)
         let binDirectory = try Self.findServerBinaries()
         guard runningPort(dataDirectory: dataDirectory, binDirectory: binDirectory, account: account) != nil else { return }
         try stopServer(dataDirectory: dataDirectory)
@@ -161,11 +164,11 @@ public struct EmbeddedPostgres: Sendable {
     private var ownerFile: String { stateDirectory + "/\(clusterName).owner" }
 
     private func recordOwnership() throws {
-        try StateFiles.write("\(getpid())\n", to: ownerFile, mode: 0o600)
+        try StateFiles.write("\(getpid())\n", to: ownerFile)
     }
 
-    private func ownerIsAlive() -> Bool {
-        guard let text = try? String(contentsOfFile: ownerFile, encoding: .utf8),
+    private func ownerIsAlive() throws -> Bool {
+        guard let text = try StateFiles.readPrivateFile(at: ownerFile),
             let pid = pid_t(text.trimmingCharacters(in: .whitespacesAndNewlines)), pid > 0
         else { return false }
         if pid == getpid() { return true }
@@ -181,35 +184,45 @@ public struct EmbeddedPostgres: Sendable {
 
     // MARK: - Steps
 
-    private func makeStateDirectory(account: ServiceAccount) throws {
-        try FileManager.default.createDirectory(atPath: stateDirectory, withIntermediateDirectories: true)
-        // Traversable (not listable) by the postgres account, which must reach
-        // its data directory inside; the secrets in it are 0600.
-        chmod(stateDirectory, 0o711)
-    }
-
-    /// The data directory, inside the state folder when the postgres account
-    /// can reach it; otherwise (a checkout under a private home, say) under
-    /// /var/tmp, keyed by the state folder's path.
-    private func dataDirectoryPath(account: ServiceAccount) throws -> String {
-        let preferred = absolute(stateDirectory) + "/" + clusterName
-        guard account.switchesUser, !Self.reachableByOthers(absolute(stateDirectory)) else { return preferred }
-        let fallback = "/var/tmp/scrollback-\(Self.fnv1a(absolute(stateDirectory)))"
-        try FileManager.default.createDirectory(atPath: fallback, withIntermediateDirectories: true)
-        chmod(fallback, 0o711)
+    /// Makes the state folder private and returns the data directory: inside
+    /// the state folder when the postgres account can reach it; otherwise (a
+    /// checkout under a private home, say) in a folder of its own under
+    /// /var/tmp, keyed by the state folder's path so that a restart finds it.
+    func prepareDirectories(account: ServiceAccount) throws -> String {
+        let state = absolute(stateDirectory)
+        let postgresReachesState = !account.switchesUser || Self.reachableByOthers((state as NSString).deletingLastPathComponent)
+        // The postgres account passes through (0710, its group) to its data
+        // directory inside; nobody else enters.
+        let throughState = account.switchesUser && postgresReachesState
+        try StateFiles.prepareDirectory(
+            state, role: .stateDirectory, owner: throughState ? (geteuid(), account.gid) : nil,
+            mode: throughState ? 0o710 : 0o700)
+        if postgresReachesState { return state + "/" + clusterName }
+        // A predictable name in a folder everyone can write to: adopted only
+        // when it is this user's own real folder (made here, mode 0700, then
+        // opened to the postgres group), never when someone else made it.
+        let fallback = Self.fallbackFolder(for: state)
+        try StateFiles.prepareDirectory(
+            fallback, role: .clusterFolder, owner: (geteuid(), account.gid), mode: 0o710)
         logger.notice(
             "the postgres account cannot reach \(stateDirectory); keeping the embedded cluster under \(fallback)")
         return fallback + "/" + clusterName
     }
 
+    /// Where a root process keeps the cluster of a state folder the postgres
+    /// account cannot reach.
+    static func fallbackFolder(for absoluteStateDirectory: String) -> String {
+        "/var/tmp/scrollback-\(fnv1a(absoluteStateDirectory))"
+    }
+
     private func initialize(dataDirectory: String, binDirectory: String, password: String, account: ServiceAccount) throws {
         logger.info("creating embedded PostgreSQL cluster", metadata: ["data": "\(dataDirectory)"])
-        try FileManager.default.createDirectory(atPath: dataDirectory, withIntermediateDirectories: true)
-        chmod(dataDirectory, 0o700)
-        try account.giveOwnership(of: dataDirectory)
+        // Made here, or left by an initdb that did not finish: ours or the
+        // postgres account's, never a link.
+        try StateFiles.prepareDirectory(
+            dataDirectory, role: .clusterFolder, owners: [geteuid(), account.uid], owner: account.fileOwner, mode: 0o700)
         let passwordFile = (dataDirectory as NSString).deletingLastPathComponent + "/.\(clusterName)-initdb-password"
-        try StateFiles.write(password + "\n", to: passwordFile, mode: 0o600)
-        try account.giveOwnership(of: passwordFile)
+        try StateFiles.write(password + "\n", to: passwordFile, owner: account.fileOwner)
         defer { unlink(passwordFile) }
         let result = try account.run(
             binDirectory + "/initdb",
@@ -229,11 +242,9 @@ public struct EmbeddedPostgres: Sendable {
         if !options.durable {
             settings += "fsync = off\nsynchronous_commit = off\nfull_page_writes = off\n"
         }
-        let configuration = dataDirectory + "/postgresql.conf"
-        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: configuration))
-        try handle.seekToEnd()
-        try handle.write(contentsOf: Data(settings.utf8))
-        try handle.close()
+        // Written by initdb as the postgres account: appended to without
+        // following a link that account could have put there.
+        try StateFiles.append(settings, to: dataDirectory + "/postgresql.conf", owner: account.uid)
     }
 
     private func createDatabase(_ running: Running, binDirectory: String, account: ServiceAccount) throws {
@@ -250,7 +261,7 @@ public struct EmbeddedPostgres: Sendable {
     private func runningPort(dataDirectory: String, binDirectory: String, account: ServiceAccount) -> Int? {
         guard let status = try? account.run(binDirectory + "/pg_ctl", ["status", "-D", dataDirectory]),
             status.status == 0,
-            let pidFile = try? String(contentsOfFile: dataDirectory + "/postmaster.pid", encoding: .utf8)
+            let pidFile = StateFiles.readPlainFile(at: dataDirectory + "/postmaster.pid")
         else { return nil }
         // postmaster.pid: pid, data directory, start time, port, ...
         let lines = pidFile.split(separator: "\n", omittingEmptySubsequences: false)

@@ -29,12 +29,9 @@ struct ServiceAccount: Sendable {
         return ServiceAccount(userName: "postgres", uid: entry.pointee.pw_uid, gid: entry.pointee.pw_gid)
     }
 
-    func giveOwnership(of path: String) throws {
-        guard switchesUser else { return }
-        guard chown(path, uid, gid) == 0 else {
-            throw EmbeddedPostgres.LaunchError(description: "could not hand \(path) to the postgres user")
-        }
-    }
+    /// Who the cluster's files are handed to: nil when this process runs the
+    /// server programs itself.
+    var fileOwner: (uid: uid_t, gid: gid_t)? { switchesUser ? (uid, gid) : nil }
 
     struct Result {
         var status: Int32
