@@ -20,7 +20,8 @@ import Darwin
 /// private (mode 0700; 0710 with the postgres group when that account keeps
 /// its data inside), its files are owner-only from their first byte, and a
 /// link, a foreign owner or a loose mode found there is refused with the
-/// command that fixes it (see `StateFiles`).
+/// command that fixes it (see `StateFiles`). The programs run with a minimal
+/// environment (`ServiceAccount.environment(forProgram:password:inherited:)`).
 public struct EmbeddedPostgres: Sendable {
     /// What the launcher needs to tune the cluster.
     public struct Options: Sendable {
@@ -251,7 +252,7 @@ public struct EmbeddedPostgres: Sendable {
         let result = try account.run(
             binDirectory + "/createdb",
             ["-h", running.host, "-p", "\(running.port)", "-U", running.username, running.database],
-            environment: ["PGPASSWORD": running.password])
+            password: running.password)
         guard result.status == 0 || result.output.contains("already exists") else {
             throw LaunchError(description: "createdb failed (exit \(result.status)):\n\(result.output)")
         }
@@ -294,7 +295,9 @@ public struct EmbeddedPostgres: Sendable {
         }
         if let pgConfig = path.split(separator: ":").map({ $0 + "/pg_config" })
             .first(where: { FileManager.default.isExecutableFile(atPath: $0) }),
-            let result = try? ServiceAccount.runAsIs(pgConfig, ["--bindir"]), result.status == 0
+            let result = try? ServiceAccount.runAsIs(
+                pgConfig, ["--bindir"], environment: ServiceAccount.environment(forProgram: pgConfig, password: nil)),
+            result.status == 0
         {
             let directory = result.output.trimmingCharacters(in: .whitespacesAndNewlines)
             if hasServer(directory) { return directory }

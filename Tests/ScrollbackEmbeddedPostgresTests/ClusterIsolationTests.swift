@@ -30,6 +30,43 @@ import Glibc
         }
     }
 
+    // MARK: - Child environment
+
+    let inherited = [
+        "SCROLLBACK_JWT_SECRET": "jwt", "DATABASE_URL": "postgres://u:p@db/x", "PGPASSWORD": "inherited",
+        "PGHOST": "elsewhere", "PGOPTIONS": "-c log_statement=all", "HOME": "/root", "PATH": "/opt/bin:/usr/bin",
+        "TZ": "Europe/Paris", "LANG": "fr_FR.UTF-8",
+    ]
+
+    @Test func serverProgramsGetOnlyASearchPathTheCLocaleAndTheTimeZone() {
+        for program in ["/usr/lib/postgresql/16/bin/initdb", "pg_ctl", "/usr/bin/postgres", "pg_config"] {
+            let environment = ServiceAccount.environment(forProgram: program, password: "secret", inherited: inherited)
+            #expect(environment == ["PATH": "/opt/bin:/usr/bin", "LC_ALL": "C", "TZ": "Europe/Paris"], "\(program)")
+        }
+        let withoutZone = ServiceAccount.environment(forProgram: "initdb", password: nil, inherited: [:])
+        #expect(Set(withoutZone.keys) == ["PATH", "LC_ALL"])
+    }
+
+    @Test func onlyTheProgramsThatConnectGetThePassword() {
+        for program in ["/usr/lib/postgresql/16/bin/createdb", "psql"] {
+            let environment = ServiceAccount.environment(forProgram: program, password: "secret", inherited: inherited)
+            #expect(environment["PGPASSWORD"] == "secret", "\(program)")
+            #expect(environment["SCROLLBACK_JWT_SECRET"] == nil && environment["DATABASE_URL"] == nil)
+            #expect(Set(environment.keys) == ["PATH", "LC_ALL", "TZ", "PGPASSWORD"])
+        }
+        // Never the inherited one, even when there is none to give.
+        #expect(ServiceAccount.environment(forProgram: "createdb", password: nil, inherited: inherited)["PGPASSWORD"] == nil)
+    }
+
+    @Test func aProgramRunsWithThatEnvironmentAndNothingOfThisProcess() throws {
+        let account = ServiceAccount(userName: nil, uid: geteuid(), gid: getegid())
+        let result = try account.run("/usr/bin/env", [], password: "secret")
+        #expect(result.status == 0)
+        let names = Set(result.output.split(separator: "\n").compactMap { $0.split(separator: "=").first.map(String.init) })
+        let expected: Set = ProcessInfo.processInfo.environment["TZ"] == nil ? ["PATH", "LC_ALL"] : ["PATH", "LC_ALL", "TZ"]
+        #expect(names == expected)
+    }
+
     // MARK: - State and cluster folders
 
     @Test func theStateFolderIsPrivateAndHoldsTheDataOfItsOwnUser() throws {
