@@ -15,8 +15,8 @@ import Darwin
 /// The server binaries are found on PATH, through `pg_config --bindir`, or
 /// under `/usr/lib/postgresql/*/bin`. `initdb` and `postgres` refuse to run as
 /// root, so a root process runs them as the `postgres` system user. The
-/// cluster listens on a free loopback port, TCP only, with a password kept in
-/// the state folder. The state folder is
+/// cluster listens on a free loopback port, TCP only (127.0.0.1, no Unix
+/// socket), with a password kept in the state folder. The state folder is
 /// private (mode 0700; 0710 with the postgres group when that account keeps
 /// its data inside), its files are owner-only from their first byte, and a
 /// link, a foreign owner or a loose mode found there is refused with the
@@ -109,9 +109,7 @@ public struct EmbeddedPostgres: Sendable {
         let result = try account.run(
             binDirectory + "/pg_ctl",
             ["start", "-D", dataDirectory, "-w", "-t", "60", "-l", dataDirectory + "/scrollback-server.log",
-             // max_connections on every start, not only as initdb wrote it, so a
-             // changed option takes effect on a cluster made earlier.
-             "-o", "-p \(port) -c max_connections=\(options.maxConnections)"])
+             "-o", Self.serverOptions(port: port, maxConnections: options.maxConnections)])
         guard result.status == 0 else {
             let log = StateFiles.readPlainFile(at: dataDirectory + "/scrollback-server.log") ?? ""
             throw LaunchError(
@@ -232,20 +230,31 @@ public struct EmbeddedPostgres: Sendable {
         guard result.status == 0 else {
             throw LaunchError(description: "initdb failed (exit \(result.status)):\n\(result.output)")
         }
-        var settings = """
-
-            # Written by Scrollback's embedded launcher.
-            listen_addresses = '127.0.0.1'
-            unix_socket_directories = ''
-            max_connections = \(options.maxConnections)
-
-            """
+        var settings = "\n# Written by Scrollback's embedded launcher.\n"
+        for (name, value) in Self.loopbackOnly { settings += "\(name) = '\(value)'\n" }
+        settings += "max_connections = \(options.maxConnections)\n"
         if !options.durable {
             settings += "fsync = off\nsynchronous_commit = off\nfull_page_writes = off\n"
         }
         // Written by initdb as the postgres account: appended to without
         // following a link that account could have put there.
         try StateFiles.append(settings, to: dataDirectory + "/postgresql.conf", owner: account.uid)
+    }
+
+    /// Where the server accepts connections: TCP on 127.0.0.1 only, and no
+    /// Unix socket (no socket file in a shared folder). In postgresql.conf
+    /// from initdb on, and on the command line of every start, which wins over
+    /// the files, so an edited configuration cannot open the cluster to the
+    /// network. pg_hba.conf, from initdb with scram-sha-256 for host and local,
+    /// admits loopback addresses only.
+    static let loopbackOnly: KeyValuePairs = ["listen_addresses": "127.0.0.1", "unix_socket_directories": ""]
+
+    /// The server's options for `pg_ctl start -o` (a shell word list).
+    /// max_connections on every start, not only as initdb wrote it, so a
+    /// changed option takes effect on a cluster made earlier.
+    static func serverOptions(port: Int, maxConnections: Int) -> String {
+        (["-p \(port)", "-c max_connections=\(maxConnections)"]
+            + loopbackOnly.map { "-c \($0.key)='\($0.value)'" }).joined(separator: " ")
     }
 
     private func createDatabase(_ running: Running, binDirectory: String, account: ServiceAccount) throws {

@@ -67,6 +67,13 @@ import Glibc
         #expect(names == expected)
     }
 
+    // MARK: - Listening
+
+    @Test func everyStartListensOnLoopbackOnlyWithoutAUnixSocket() {
+        let options = EmbeddedPostgres.serverOptions(port: 54321, maxConnections: 50)
+        #expect(options == "-p 54321 -c max_connections=50 -c listen_addresses='127.0.0.1' -c unix_socket_directories=''")
+    }
+
     // MARK: - State and cluster folders
 
     @Test func theStateFolderIsPrivateAndHoldsTheDataOfItsOwnUser() throws {
