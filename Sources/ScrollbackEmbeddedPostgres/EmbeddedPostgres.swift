@@ -15,8 +15,13 @@ import Darwin
 /// The server binaries are found on PATH, through `pg_config --bindir`, or
 /// under `/usr/lib/postgresql/*/bin`. `initdb` and `postgres` refuse to run as
 /// root, so a root process runs them as the `postgres` system user. The
-/// cluster listens on a free loopback port, TCP only, with a password kept in
-/// the state folder (readable by its owner only).
+/// cluster listens on a free loopback port, TCP only (127.0.0.1, no Unix
+/// socket), with a password kept in the state folder. The state folder is
+/// private (mode 0700; 0710 with the postgres group when that account keeps
+/// its data inside), its files are owner-only from their first byte, and a
+/// link, a foreign owner or a loose mode found there is refused with the
+/// command that fixes it (see `StateFiles`). The programs run with a minimal
+/// environment (`ServiceAccount.environment(forProgram:password:inherited:)`).
 public struct EmbeddedPostgres: Sendable {
     /// What the launcher needs to tune the cluster.
     public struct Options: Sendable {
@@ -77,8 +82,7 @@ public struct EmbeddedPostgres: Sendable {
     public func start() throws -> Running {
         let binDirectory = try Self.findServerBinaries()
         let account = try ServiceAccount.forCurrentProcess()
-        try makeStateDirectory(account: account)
-        let dataDirectory = try dataDirectoryPath(account: account)
+        let dataDirectory = try prepareDirectories(account: account)
         let password = try StateFiles.readOrCreateSecret(at: stateDirectory + "/\(clusterName)-password")
 
         if !FileManager.default.fileExists(atPath: dataDirectory + "/PG_VERSION") {
@@ -89,7 +93,7 @@ public struct EmbeddedPostgres: Sendable {
             // Started by another process of ours: leave it to that process,
             // unless that process is gone (it crashed); then this one adopts
             // the cluster and stops it when it stops.
-            let adopted = !ownerIsAlive()
+            let adopted = try !ownerIsAlive()
             if adopted { try recordOwnership() }
             logger.info(
                 adopted ? "adopting embedded PostgreSQL left running" : "embedded PostgreSQL already running",
@@ -105,11 +109,9 @@ public struct EmbeddedPostgres: Sendable {
         let result = try account.run(
             binDirectory + "/pg_ctl",
             ["start", "-D", dataDirectory, "-w", "-t", "60", "-l", dataDirectory + "/scrollback-server.log",
-             // max_connections on every start, not only as initdb wrote it, so a
-             // changed option takes effect on a cluster made earlier.
-             "-o", "-p \(port) -c max_connections=\(options.maxConnections)"])
+             "-o", Self.serverOptions(port: port, maxConnections: options.maxConnections)])
         guard result.status == 0 else {
-            let log = (try? String(contentsOfFile: dataDirectory + "/scrollback-server.log", encoding: .utf8)) ?? ""
+            let log = StateFiles.readPlainFile(at: dataDirectory + "/scrollback-server.log") ?? ""
             throw LaunchError(
                 description: "PostgreSQL did not start (pg_ctl exited \(result.status)):\n\(result.output)\n\(log.suffix(2000))")
         }
@@ -128,7 +130,7 @@ public struct EmbeddedPostgres: Sendable {
     /// take the database away use it).
     public func stopAnyRunning() throws {
         let account = try ServiceAccount.forCurrentProcess()
-        let dataDirectory = try dataDirectoryPath(account: account)
+        let dataDirectory = try prepareDirectories(account: account)
         let binDirectory = try Self.findServerBinaries()
         guard runningPort(dataDirectory: dataDirectory, binDirectory: binDirectory, account: account) != nil else { return }
         try stopServer(dataDirectory: dataDirectory)
@@ -161,11 +163,11 @@ public struct EmbeddedPostgres: Sendable {
     private var ownerFile: String { stateDirectory + "/\(clusterName).owner" }
 
     private func recordOwnership() throws {
-        try StateFiles.write("\(getpid())\n", to: ownerFile, mode: 0o600)
+        try StateFiles.write("\(getpid())\n", to: ownerFile)
     }
 
-    private func ownerIsAlive() -> Bool {
-        guard let text = try? String(contentsOfFile: ownerFile, encoding: .utf8),
+    private func ownerIsAlive() throws -> Bool {
+        guard let text = try StateFiles.readPrivateFile(at: ownerFile),
             let pid = pid_t(text.trimmingCharacters(in: .whitespacesAndNewlines)), pid > 0
         else { return false }
         if pid == getpid() { return true }
@@ -181,35 +183,45 @@ public struct EmbeddedPostgres: Sendable {
 
     // MARK: - Steps
 
-    private func makeStateDirectory(account: ServiceAccount) throws {
-        try FileManager.default.createDirectory(atPath: stateDirectory, withIntermediateDirectories: true)
-        // Traversable (not listable) by the postgres account, which must reach
-        // its data directory inside; the secrets in it are 0600.
-        chmod(stateDirectory, 0o711)
-    }
-
-    /// The data directory, inside the state folder when the postgres account
-    /// can reach it; otherwise (a checkout under a private home, say) under
-    /// /var/tmp, keyed by the state folder's path.
-    private func dataDirectoryPath(account: ServiceAccount) throws -> String {
-        let preferred = absolute(stateDirectory) + "/" + clusterName
-        guard account.switchesUser, !Self.reachableByOthers(absolute(stateDirectory)) else { return preferred }
-        let fallback = "/var/tmp/scrollback-\(Self.fnv1a(absolute(stateDirectory)))"
-        try FileManager.default.createDirectory(atPath: fallback, withIntermediateDirectories: true)
-        chmod(fallback, 0o711)
+    /// Makes the state folder private and returns the data directory: inside
+    /// the state folder when the postgres account can reach it; otherwise (a
+    /// checkout under a private home, say) in a folder of its own under
+    /// /var/tmp, keyed by the state folder's path so that a restart finds it.
+    func prepareDirectories(account: ServiceAccount) throws -> String {
+        let state = absolute(stateDirectory)
+        let postgresReachesState = !account.switchesUser || Self.reachableByOthers((state as NSString).deletingLastPathComponent)
+        // The postgres account passes through (0710, its group) to its data
+        // directory inside; nobody else enters.
+        let throughState = account.switchesUser && postgresReachesState
+        try StateFiles.prepareDirectory(
+            state, role: .stateDirectory, owner: throughState ? (geteuid(), account.gid) : nil,
+            mode: throughState ? 0o710 : 0o700)
+        if postgresReachesState { return state + "/" + clusterName }
+        // A predictable name in a folder everyone can write to: adopted only
+        // when it is this user's own real folder (made here, mode 0700, then
+        // opened to the postgres group), never when someone else made it.
+        let fallback = Self.fallbackFolder(for: state)
+        try StateFiles.prepareDirectory(
+            fallback, role: .clusterFolder, owner: (geteuid(), account.gid), mode: 0o710)
         logger.notice(
             "the postgres account cannot reach \(stateDirectory); keeping the embedded cluster under \(fallback)")
         return fallback + "/" + clusterName
     }
 
+    /// Where a root process keeps the cluster of a state folder the postgres
+    /// account cannot reach.
+    static func fallbackFolder(for absoluteStateDirectory: String) -> String {
+        "/var/tmp/scrollback-\(fnv1a(absoluteStateDirectory))"
+    }
+
     private func initialize(dataDirectory: String, binDirectory: String, password: String, account: ServiceAccount) throws {
         logger.info("creating embedded PostgreSQL cluster", metadata: ["data": "\(dataDirectory)"])
-        try FileManager.default.createDirectory(atPath: dataDirectory, withIntermediateDirectories: true)
-        chmod(dataDirectory, 0o700)
-        try account.giveOwnership(of: dataDirectory)
+        // Made here, or left by an initdb that did not finish: ours or the
+        // postgres account's, never a link.
+        try StateFiles.prepareDirectory(
+            dataDirectory, role: .clusterFolder, owners: [geteuid(), account.uid], owner: account.fileOwner, mode: 0o700)
         let passwordFile = (dataDirectory as NSString).deletingLastPathComponent + "/.\(clusterName)-initdb-password"
-        try StateFiles.write(password + "\n", to: passwordFile, mode: 0o600)
-        try account.giveOwnership(of: passwordFile)
+        try StateFiles.write(password + "\n", to: passwordFile, owner: account.fileOwner)
         defer { unlink(passwordFile) }
         let result = try account.run(
             binDirectory + "/initdb",
@@ -218,29 +230,38 @@ public struct EmbeddedPostgres: Sendable {
         guard result.status == 0 else {
             throw LaunchError(description: "initdb failed (exit \(result.status)):\n\(result.output)")
         }
-        var settings = """
-
-            # Written by Scrollback's embedded launcher.
-            listen_addresses = '127.0.0.1'
-            unix_socket_directories = ''
-            max_connections = \(options.maxConnections)
-
-            """
+        var settings = "\n# Written by Scrollback's embedded launcher.\n"
+        for (name, value) in Self.loopbackOnly { settings += "\(name) = '\(value)'\n" }
+        settings += "max_connections = \(options.maxConnections)\n"
         if !options.durable {
             settings += "fsync = off\nsynchronous_commit = off\nfull_page_writes = off\n"
         }
-        let configuration = dataDirectory + "/postgresql.conf"
-        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: configuration))
-        try handle.seekToEnd()
-        try handle.write(contentsOf: Data(settings.utf8))
-        try handle.close()
+        // Written by initdb as the postgres account: appended to without
+        // following a link that account could have put there.
+        try StateFiles.append(settings, to: dataDirectory + "/postgresql.conf", owner: account.uid)
+    }
+
+    /// Where the server accepts connections: TCP on 127.0.0.1 only, and no
+    /// Unix socket (no socket file in a shared folder). In postgresql.conf
+    /// from initdb on, and on the command line of every start, which wins over
+    /// the files, so an edited configuration cannot open the cluster to the
+    /// network. pg_hba.conf, from initdb with scram-sha-256 for host and local,
+    /// admits loopback addresses only.
+    static let loopbackOnly: KeyValuePairs = ["listen_addresses": "127.0.0.1", "unix_socket_directories": ""]
+
+    /// The server's options for `pg_ctl start -o` (a shell word list).
+    /// max_connections on every start, not only as initdb wrote it, so a
+    /// changed option takes effect on a cluster made earlier.
+    static func serverOptions(port: Int, maxConnections: Int) -> String {
+        (["-p \(port)", "-c max_connections=\(maxConnections)"]
+            + loopbackOnly.map { "-c \($0.key)='\($0.value)'" }).joined(separator: " ")
     }
 
     private func createDatabase(_ running: Running, binDirectory: String, account: ServiceAccount) throws {
         let result = try account.run(
             binDirectory + "/createdb",
             ["-h", running.host, "-p", "\(running.port)", "-U", running.username, running.database],
-            environment: ["PGPASSWORD": running.password])
+            password: running.password)
         guard result.status == 0 || result.output.contains("already exists") else {
             throw LaunchError(description: "createdb failed (exit \(result.status)):\n\(result.output)")
         }
@@ -250,7 +271,7 @@ public struct EmbeddedPostgres: Sendable {
     private func runningPort(dataDirectory: String, binDirectory: String, account: ServiceAccount) -> Int? {
         guard let status = try? account.run(binDirectory + "/pg_ctl", ["status", "-D", dataDirectory]),
             status.status == 0,
-            let pidFile = try? String(contentsOfFile: dataDirectory + "/postmaster.pid", encoding: .utf8)
+            let pidFile = StateFiles.readPlainFile(at: dataDirectory + "/postmaster.pid")
         else { return nil }
         // postmaster.pid: pid, data directory, start time, port, ...
         let lines = pidFile.split(separator: "\n", omittingEmptySubsequences: false)
@@ -283,7 +304,9 @@ public struct EmbeddedPostgres: Sendable {
         }
         if let pgConfig = path.split(separator: ":").map({ $0 + "/pg_config" })
             .first(where: { FileManager.default.isExecutableFile(atPath: $0) }),
-            let result = try? ServiceAccount.runAsIs(pgConfig, ["--bindir"]), result.status == 0
+            let result = try? ServiceAccount.runAsIs(
+                pgConfig, ["--bindir"], environment: ServiceAccount.environment(forProgram: pgConfig, password: nil)),
+            result.status == 0
         {
             let directory = result.output.trimmingCharacters(in: .whitespacesAndNewlines)
             if hasServer(directory) { return directory }

@@ -29,12 +29,9 @@ struct ServiceAccount: Sendable {
         return ServiceAccount(userName: "postgres", uid: entry.pointee.pw_uid, gid: entry.pointee.pw_gid)
     }
 
-    func giveOwnership(of path: String) throws {
-        guard switchesUser else { return }
-        guard chown(path, uid, gid) == 0 else {
-            throw EmbeddedPostgres.LaunchError(description: "could not hand \(path) to the postgres user")
-        }
-    }
+    /// Who the cluster's files are handed to: nil when this process runs the
+    /// server programs itself.
+    var fileOwner: (uid: uid_t, gid: gid_t)? { switchesUser ? (uid, gid) : nil }
 
     struct Result {
         var status: Int32
@@ -42,7 +39,9 @@ struct ServiceAccount: Sendable {
     }
 
     /// Runs a program as this account and returns its exit status and output.
-    func run(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws -> Result {
+    /// `password` reaches the program only if it connects to the server.
+    func run(_ executable: String, _ arguments: [String], password: String? = nil) throws -> Result {
+        let environment = Self.environment(forProgram: executable, password: password)
         if let userName {
             // Start in / : the server account may not be able to enter the caller's folder.
             return try Self.runAsIs(
@@ -53,19 +52,42 @@ struct ServiceAccount: Sendable {
         return try Self.runAsIs(executable, arguments, environment: environment)
     }
 
-    /// Runs a program as the current user and waits for it. The child is
-    /// spawned and reaped directly (`posix_spawn`, `waitpid`): `pg_ctl start`
-    /// leaves a server behind that inherits the child's descriptors, which
-    /// would keep Foundation's `Process` waiting forever. Output goes to a file
-    /// for the same reason.
-    static func runAsIs(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws
-        -> Result
-    {
-        let outputPath = NSTemporaryDirectory() + "scrollback-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).out"
-        defer { unlink(outputPath) }
-        let variables = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+    /// The programs that connect to the server, and so need its password.
+    static let programsThatConnect: Set<String> = ["createdb", "psql"]
+
+    /// The whole environment of a PostgreSQL program: a search path, the C
+    /// locale (the messages read here, like createdb's "already exists", stay
+    /// in English), the time zone when one is set, and the database password
+    /// for the programs that connect. Nothing else of this process's
+    /// environment: it holds secrets (SCROLLBACK_JWT_SECRET, DATABASE_URL) and
+    /// PG* variables that would point the programs elsewhere.
+    static func environment(
+        forProgram executable: String, password: String?,
+        inherited: [String: String] = ProcessInfo.processInfo.environment
+    ) -> [String: String] {
+        var environment = ["PATH": inherited["PATH"] ?? "/usr/local/bin:/usr/bin:/bin", "LC_ALL": "C"]
+        if let zone = inherited["TZ"] { environment["TZ"] = zone }
+        if let password, programsThatConnect.contains((executable as NSString).lastPathComponent) {
+            environment["PGPASSWORD"] = password
+        }
+        return environment
+    }
+
+    /// Runs a program as the current user with exactly `environment`, and
+    /// waits for it. The child is spawned and reaped directly (`posix_spawn`,
+    /// `waitpid`): `pg_ctl start` leaves a server behind that inherits the
+    /// child's descriptors, which would keep Foundation's `Process` waiting
+    /// forever. Output goes to a file for the same reason: one made
+    /// exclusively and unlinked at once, so no other process can
+    /// put a link in its place or read it.
+    static func runAsIs(_ executable: String, _ arguments: [String], environment: [String: String]) throws -> Result {
+        let outputPath = NSTemporaryDirectory() + "scrollback-output-\(UUID().uuidString)"
+        let output = open(outputPath, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard output >= 0 else { throw StateFiles.failure("could not make a file for the output of", executable) }
+        unlink(outputPath)
+        defer { close(output) }
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
-        let envp = variables.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer {
             argv.forEach { free($0) }
             envp.forEach { free($0) }
@@ -74,8 +96,8 @@ struct ServiceAccount: Sendable {
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        posix_spawn_file_actions_adddup2(&actions, output, 1)
+        posix_spawn_file_actions_adddup2(&actions, output, 2)
         var pid = pid_t()
         let spawned = posix_spawn(&pid, executable, &actions, nil, argv, envp)
         guard spawned == 0 else {
@@ -83,9 +105,10 @@ struct ServiceAccount: Sendable {
         }
         var status: Int32 = 0
         while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
-        let output = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
+        lseek(output, 0, SEEK_SET)
+        let text = (try? StateFiles.readAll(output, path: executable)) ?? ""
         // WIFEXITED / WEXITSTATUS, spelled out (they are C macros).
         let exitStatus: Int32 = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
-        return Result(status: exitStatus, output: output)
+        return Result(status: exitStatus, output: text)
     }
 }

@@ -13,20 +13,6 @@ import Glibc
         return path
     }
 
-    @Test func aGeneratedSecretIsOwnerOnlyAndStaysTheSame() throws {
-        let folder = try temporaryFolder()
-        defer { try? FileManager.default.removeItem(atPath: folder) }
-        let path = folder + "/state/jwt-secret"
-        let first = try StateFiles.readOrCreateSecret(at: path)
-        #expect(first.count == 64 && first.allSatisfy(\.isHexDigit))
-        var info = stat()
-        #expect(stat(path, &info) == 0)
-        #expect(info.st_mode & 0o777 == 0o600)
-        #expect(try StateFiles.readOrCreateSecret(at: path) == first)
-        let other = try StateFiles.readOrCreateSecret(at: folder + "/state/other")
-        #expect(other != first)
-    }
-
     @Test func withoutServerProgramsTheErrorSaysHowToInstallThemOrSetDatabaseURL() throws {
         let empty = try temporaryFolder()
         defer { try? FileManager.default.removeItem(atPath: empty) }
