@@ -12,6 +12,12 @@ an array sends other parameters instead (`spacing[x]=1`, which the server
 rightly ignores, as any unknown parameter), and one that turns the whole
 object into a scalar sends `page=...`: neither has a `name=value` form, so
 such cases test nothing and are left out.
+
+A member who removes themselves has left: the conversation is then rightly
+not found for them, and the stateful phase, which follows a creation's links
+after it, would report that 404 as a created resource gone missing (it counts
+only a DELETE of the resource itself as its end). Leaving is tested by the
+suite; here the fuzzing user (FUZZ_API_USER) does not remove themselves.
 """
 
 import os
@@ -20,6 +26,7 @@ import re
 import schemathesis
 
 CURSOR = os.environ["FUZZ_API_CURSOR"]
+USER = os.environ["FUZZ_API_USER"]
 SHAPE = re.compile(r"[A-Za-z0-9_-]{1,96}")
 PAGE_QUERY = {
     "limit", "before", "after", "around", "around_time", "viewport_height", "viewport_width", "font_size",
@@ -33,6 +40,8 @@ def filter_case(context, case):
     query = case.query or {}
     if any(isinstance(value, (dict, list)) for value in query.values()):
         return False
+    if case.operation.label == "DELETE /v1/conversations/{id}/members/{user_id}":
+        return (case.path_parameters or {}).get("user_id") != USER
     if case.operation.label == "GET /v1/conversations/{id}/messages":
         return "page" not in query and not any(key.split("[", 1)[0] in PAGE_QUERY for key in query if "[" in key)
     return True

@@ -57,7 +57,7 @@ struct ServiceAccount: Sendable {
 
     /// The whole environment of a PostgreSQL program: a search path, the C
     /// locale (the messages read here, like createdb's "already exists", stay
-    /// in English), the time zone when one is set, and the database password
+    /// in English), the time zone and library path when set, and the database password
     /// for the programs that connect. Nothing else of this process's
     /// environment: it holds secrets (SCROLLBACK_JWT_SECRET, DATABASE_URL) and
     /// PG* variables that would point the programs elsewhere.
@@ -66,7 +66,11 @@ struct ServiceAccount: Sendable {
         inherited: [String: String] = ProcessInfo.processInfo.environment
     ) -> [String: String] {
         var environment = ["PATH": inherited["PATH"] ?? "/usr/local/bin:/usr/bin:/bin", "LC_ALL": "C"]
-        if let zone = inherited["TZ"] { environment["TZ"] = zone }
+        // The time zone, and where an installation outside the system's
+        // paths finds its libraries: neither is a secret.
+        for name in ["TZ", "LD_LIBRARY_PATH", "DYLD_LIBRARY_PATH"] {
+            if let value = inherited[name] { environment[name] = value }
+        }
         if let password, programsThatConnect.contains((executable as NSString).lastPathComponent) {
             environment["PGPASSWORD"] = password
         }

@@ -35,13 +35,15 @@ import Glibc
     let inherited = [
         "SCROLLBACK_JWT_SECRET": "jwt", "DATABASE_URL": "postgres://u:p@db/x", "PGPASSWORD": "inherited",
         "PGHOST": "elsewhere", "PGOPTIONS": "-c log_statement=all", "HOME": "/root", "PATH": "/opt/bin:/usr/bin",
-        "TZ": "Europe/Paris", "LANG": "fr_FR.UTF-8",
+        "TZ": "Europe/Paris", "LANG": "fr_FR.UTF-8", "LD_LIBRARY_PATH": "/opt/pg/lib",
     ]
 
-    @Test func serverProgramsGetOnlyASearchPathTheCLocaleAndTheTimeZone() {
+    @Test func serverProgramsGetOnlyASearchPathTheCLocaleTheTimeZoneAndTheLibraryPath() {
         for program in ["/usr/lib/postgresql/16/bin/initdb", "pg_ctl", "/usr/bin/postgres", "pg_config"] {
             let environment = ServiceAccount.environment(forProgram: program, password: "secret", inherited: inherited)
-            #expect(environment == ["PATH": "/opt/bin:/usr/bin", "LC_ALL": "C", "TZ": "Europe/Paris"], "\(program)")
+            #expect(
+                environment == ["PATH": "/opt/bin:/usr/bin", "LC_ALL": "C", "TZ": "Europe/Paris", "LD_LIBRARY_PATH": "/opt/pg/lib"],
+                "\(program)")
         }
         let withoutZone = ServiceAccount.environment(forProgram: "initdb", password: nil, inherited: [:])
         #expect(Set(withoutZone.keys) == ["PATH", "LC_ALL"])
@@ -52,7 +54,7 @@ import Glibc
             let environment = ServiceAccount.environment(forProgram: program, password: "secret", inherited: inherited)
             #expect(environment["PGPASSWORD"] == "secret", "\(program)")
             #expect(environment["SCROLLBACK_JWT_SECRET"] == nil && environment["DATABASE_URL"] == nil)
-            #expect(Set(environment.keys) == ["PATH", "LC_ALL", "TZ", "PGPASSWORD"])
+            #expect(Set(environment.keys) == ["PATH", "LC_ALL", "TZ", "LD_LIBRARY_PATH", "PGPASSWORD"])
         }
         // Never the inherited one, even when there is none to give.
         #expect(ServiceAccount.environment(forProgram: "createdb", password: nil, inherited: inherited)["PGPASSWORD"] == nil)
@@ -63,7 +65,8 @@ import Glibc
         let result = try account.run("/usr/bin/env", [], password: "secret")
         #expect(result.status == 0)
         let names = Set(result.output.split(separator: "\n").compactMap { $0.split(separator: "=").first.map(String.init) })
-        let expected: Set = ProcessInfo.processInfo.environment["TZ"] == nil ? ["PATH", "LC_ALL"] : ["PATH", "LC_ALL", "TZ"]
+        let passed = ["TZ", "LD_LIBRARY_PATH", "DYLD_LIBRARY_PATH"].filter { ProcessInfo.processInfo.environment[$0] != nil }
+        let expected = Set(["PATH", "LC_ALL"] + passed)
         #expect(names == expected)
     }
 
