@@ -3,7 +3,7 @@ import Hummingbird
 import Logging
 import PostgresNIO
 import ScrollbackModels
-import ScrollbackServer
+@testable import ScrollbackServer
 import ScrollbackStore
 import Testing
 
@@ -170,6 +170,26 @@ import Testing
             let visible = Self.excluded(byNegatedClass: pattern.2)
             #expect(visible == invisible, "\(path): listed but visible \(visible.subtracting(invisible).map { String($0, radix: 16) }), invisible but not listed \(invisible.subtracting(visible).map { String($0, radix: 16) })")
         }
+    }
+
+    /// The default limits it states are the server's.
+    @Test func theDefaultLimitsItStatesAreTheServers() throws {
+        let yaml = try String(contentsOfFile: "openapi.yaml", encoding: .utf8).replacingOccurrences(of: "\n      ", with: " ")
+        let rates = RateLimits()
+        let connections = ConnectionLimits()
+        for phrase in [
+            "sends \(rates.send.burst) per \(rates.send.period.seconds) s",
+            "conversations created \(rates.conversation.burst) per \(rates.conversation.period.seconds) s",
+            "members added \(rates.member.burst) per \(rates.member.period.seconds) s",
+            "typing notices \(rates.typing.burst) per \(rates.typing.period.seconds) s",
+            "`subscribe` frames \(rates.subscribe.burst) per \(rates.subscribe.period.seconds) s",
+            "within \(connections.headerTimeout.seconds) s of its first byte",
+            "after its first \(connections.bodyTimeout.seconds) s",
+            "closed after \(connections.idleTimeout.seconds) s",
+        ] {
+            #expect(yaml.contains(phrase), "openapi.yaml does not say \"\(phrase)\"")
+        }
+        #expect(yaml.contains("1,024 bytes a second") && connections.minReceiveRate == 1_024)
     }
 
     /// The Error schema lists every code the API knows, and no other.
