@@ -5,12 +5,15 @@ import Logging
 import ScrollbackStore
 import ServiceLifecycle
 
-/// The routes of the service, in one place.
+/// The routes of the service, in one place. With `metrics`, every request
+/// is counted and timed there.
 public func buildRouter(
-    store: ScrollbackStore, tokens: TokenAuthority, live: LiveDelivery
+    store: ScrollbackStore, tokens: TokenAuthority, live: LiveDelivery, metrics: ScrollbackMetrics? = nil
 ) -> Router<ScrollbackRequestContext> {
     let router = Router(context: ScrollbackRequestContext.self, options: .autoGenerateHeadEndpoints)
     router.add(middleware: RequestLogMiddleware())
+    // Outside ErrorMiddleware: the status counted is the one sent.
+    if let metrics { router.add(middleware: RequestMetricsMiddleware(metrics: metrics.http)) }
     router.add(middleware: ErrorMiddleware())
     HealthController(store: store, live: live).addRoutes(to: router)
     LayoutController().addRoutes(to: router)  // public: outside the authenticated group
@@ -28,21 +31,23 @@ public func buildRouter(
 /// before the server accepts its first request. Without `live`, the
 /// application runs its own live delivery as one of its services; pass one to
 /// run it beside the application instead, so that a shutdown closes the
-/// sockets (1001) before the server stops.
+/// sockets (1001) before the server stops. Requests and live delivery are
+/// recorded into `metrics` when given (see `buildMetricsApplication`).
 public func buildApplication(
     configuration: ScrollbackConfiguration, store: ScrollbackStore, logger: Logger, migrateOnStart: Bool = true,
-    live: LiveDelivery? = nil, onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+    live: LiveDelivery? = nil, metrics: ScrollbackMetrics? = nil,
+    onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
 ) async throws -> some ApplicationProtocol {
     guard let secret = configuration.jwtSecret else {
         throw ScrollbackConfiguration.Failure("SCROLLBACK_JWT_SECRET is not set.")
     }
     let tokens = try await TokenAuthority(secret: secret)
-    let delivery = live ?? LiveDelivery(store: store, logger: logger)
+    let delivery = live ?? LiveDelivery(store: store, metrics: metrics, logger: logger)
     let stream = StreamController(
         session: StreamSession(live: delivery, tokens: tokens, store: store, logger: logger),
         allowedOrigins: configuration.allowedOrigins)
     var app = Application(
-        router: buildRouter(store: store, tokens: tokens, live: delivery),
+        router: buildRouter(store: store, tokens: tokens, live: delivery, metrics: metrics),
         server: .http1WebSocketUpgrade(
             webSocketRouter: stream.webSocketRouter(),
             configuration: .init(
@@ -66,15 +71,29 @@ public func buildApplication(
 }
 
 /// Runs the service until SIGTERM or SIGINT: the store's pool, the HTTP and
-/// WebSocket server, and live delivery under one service group. A shutdown
-/// goes in reverse: the sockets are closed with 1001 first, then the server
-/// finishes the requests in flight, then the pool closes.
-public func runScrollback(configuration: ScrollbackConfiguration, store: ScrollbackStore, logger: Logger) async throws {
-    let live = LiveDelivery(store: store, logger: logger)
-    let app = try await buildApplication(configuration: configuration, store: store, logger: logger, live: live)
+/// WebSocket server, live delivery and, with a metrics port, the metrics
+/// server under one service group. A shutdown goes in reverse: the sockets
+/// are closed with 1001 first, then the server finishes the requests in
+/// flight, then the metrics server and the pool close. `metrics` should be
+/// the one whose `factory` the store was given.
+public func runScrollback(
+    configuration: ScrollbackConfiguration, store: ScrollbackStore, metrics: ScrollbackMetrics = ScrollbackMetrics(),
+    logger: Logger
+) async throws {
+    let live = LiveDelivery(store: store, metrics: metrics, logger: logger)
+    let app = try await buildApplication(
+        configuration: configuration, store: store, logger: logger, live: live, metrics: metrics)
+    var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: store)]
+    if let port = configuration.metricsPort {
+        services.append(
+            .init(
+                service: buildMetricsApplication(
+                    metrics: metrics, live: live, host: configuration.host, port: port, logger: logger)))
+    }
+    services += [.init(service: app), .init(service: live)]
     let group = ServiceGroup(
         configuration: .init(
-            services: [.init(service: store), .init(service: app), .init(service: live)],
+            services: services,
             gracefulShutdownSignals: [.sigterm, .sigint],
             logger: logger))
     try await group.run()

@@ -1,5 +1,6 @@
 import Foundation
 import HummingbirdWebSocket
+import Metrics
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOWebSocket
@@ -148,10 +149,19 @@ final class StreamSocket: Sendable {
     }
 }
 
-/// Counts kept across sockets, for the periodic log line.
+/// Counts kept across sockets, for the periodic log line and the metrics.
 final class LiveCounters: Sendable {
     private let tooSlow = NIOLockedValueBox(0)
+    private let slowConsumerCloses: Counter
 
-    func closedTooSlow() { tooSlow.withLockedValue { $0 += 1 } }
+    init(slowConsumerCloses: Counter) {
+        self.slowConsumerCloses = slowConsumerCloses
+    }
+
+    func closedTooSlow() {
+        tooSlow.withLockedValue { $0 += 1 }
+        slowConsumerCloses.increment()
+    }
+
     var closedForSlowness: Int { tooSlow.withLockedValue { $0 } }
 }
