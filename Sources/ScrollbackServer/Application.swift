@@ -6,12 +6,16 @@ import Logging
 import ScrollbackStore
 import ServiceLifecycle
 
-/// The routes of the service, in one place.
+/// The routes of the service, in one place. With `metrics`, every request
+/// is counted and timed there.
 public func buildRouter(
-    store: ScrollbackStore, tokens: TokenAuthority, live: LiveDelivery, limiter: RateLimiter = RateLimiter(limits: RateLimits())
+    store: ScrollbackStore, tokens: TokenAuthority, live: LiveDelivery, limiter: RateLimiter = RateLimiter(limits: RateLimits()),
+    metrics: ScrollbackMetrics? = nil
 ) -> Router<ScrollbackRequestContext> {
     let router = Router(context: ScrollbackRequestContext.self, options: .autoGenerateHeadEndpoints)
     router.add(middleware: RequestLogMiddleware())
+    // Outside ErrorMiddleware: the status counted is the one sent.
+    if let metrics { router.add(middleware: RequestMetricsMiddleware(metrics: metrics.http)) }
     router.add(middleware: ErrorMiddleware())
     router.add(middleware: BodyLimitMiddleware())
     HealthController(store: store, live: live).addRoutes(to: router)
@@ -30,17 +34,19 @@ public func buildRouter(
 /// before the server accepts its first request. Without `live`, the
 /// application runs its own live delivery as one of its services; pass one to
 /// run it beside the application instead, so that a shutdown closes the
-/// sockets (1001) before the server stops.
+/// sockets (1001) before the server stops. Requests and live delivery are
+/// recorded into `metrics` when given (see `buildMetricsApplication`).
 public func buildApplication(
     configuration: ScrollbackConfiguration, store: ScrollbackStore, logger: Logger, migrateOnStart: Bool = true,
-    live: LiveDelivery? = nil, onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+    live: LiveDelivery? = nil, metrics: ScrollbackMetrics? = nil,
+    onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
 ) async throws -> some ApplicationProtocol {
     guard let secret = configuration.jwtSecret else {
         throw ScrollbackConfiguration.Failure("SCROLLBACK_JWT_SECRET is not set.")
     }
     let tokens = try await TokenAuthority(secret: secret)
-    let delivery = live ?? LiveDelivery(store: store, options: configuration.liveOptions, logger: logger)
-    let limiter = RateLimiter(limits: configuration.rateLimits)
+    let delivery = live ?? LiveDelivery(store: store, options: configuration.liveOptions, metrics: metrics, logger: logger)
+    let limiter = RateLimiter(limits: configuration.rateLimits) { action in metrics?.rateLimited(kind: action.rawValue) }
     let stream = StreamController(
         session: StreamSession(live: delivery, tokens: tokens, store: store, limiter: limiter, logger: logger),
         allowedOrigins: configuration.allowedOrigins)
@@ -57,12 +63,13 @@ public func buildApplication(
     let gate = ConnectionGate(limit: configuration.connections.maxConnections)
     let connections = configuration.connections
     var app = Application(
-        router: buildRouter(store: store, tokens: tokens, live: delivery, limiter: limiter),
+        router: buildRouter(store: store, tokens: tokens, live: delivery, limiter: limiter, metrics: metrics),
         server: HTTPServerBuilder { responder in
             GuardedChildChannel(
                 base: HTTP1WebSocketUpgradeChannel(
                     responder: responder, webSocketResponder: webSocketResponder, configuration: channelConfiguration),
-                limits: connections, gate: gate, onRefused: {})
+                limits: connections, gate: gate, onRefused: { metrics?.refusedConnection(kind: "http") },
+                onTimedOut: { metrics?.refusedConnection(kind: "timed_out") })
         },
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "scrollback"),
         onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) },
@@ -75,15 +82,29 @@ public func buildApplication(
 }
 
 /// Runs the service until SIGTERM or SIGINT: the store's pool, the HTTP and
-/// WebSocket server, and live delivery under one service group. A shutdown
-/// goes in reverse: the sockets are closed with 1001 first, then the server
-/// finishes the requests in flight, then the pool closes.
-public func runScrollback(configuration: ScrollbackConfiguration, store: ScrollbackStore, logger: Logger) async throws {
-    let live = LiveDelivery(store: store, options: configuration.liveOptions, logger: logger)
-    let app = try await buildApplication(configuration: configuration, store: store, logger: logger, live: live)
+/// WebSocket server, live delivery and, with a metrics port, the metrics
+/// server under one service group. A shutdown goes in reverse: the sockets
+/// are closed with 1001 first, then the server finishes the requests in
+/// flight, then the metrics server and the pool close. `metrics` should be
+/// the one whose `factory` the store was given.
+public func runScrollback(
+    configuration: ScrollbackConfiguration, store: ScrollbackStore, metrics: ScrollbackMetrics = ScrollbackMetrics(),
+    logger: Logger
+) async throws {
+    let live = LiveDelivery(store: store, options: configuration.liveOptions, metrics: metrics, logger: logger)
+    let app = try await buildApplication(
+        configuration: configuration, store: store, logger: logger, live: live, metrics: metrics)
+    var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: store)]
+    if let port = configuration.metricsPort {
+        services.append(
+            .init(
+                service: buildMetricsApplication(
+                    metrics: metrics, live: live, host: configuration.host, port: port, logger: logger)))
+    }
+    services += [.init(service: app), .init(service: live)]
     let group = ServiceGroup(
         configuration: .init(
-            services: [.init(service: store), .init(service: app), .init(service: live)],
+            services: services,
             gracefulShutdownSignals: [.sigterm, .sigint],
             logger: logger))
     try await group.run()

@@ -99,8 +99,10 @@ struct GuardedChildChannel<Base: ServerChildChannel>: ServerChildChannel {
     let base: Base
     let limits: ConnectionLimits
     let gate: ConnectionGate
-    /// Called with "http" for each connection refused over the cap.
+    /// Called for each connection refused over the cap.
     let onRefused: @Sendable () -> Void
+    /// Called for each request answered 408 and cut.
+    var onTimedOut: @Sendable () -> Void = {}
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         guard gate.enter() else {
@@ -112,7 +114,8 @@ struct GuardedChildChannel<Base: ServerChildChannel>: ServerChildChannel {
         }
         channel.closeFuture.whenComplete { [gate] _ in gate.leave() }
         return channel.eventLoop.makeCompletedFuture {
-            try channel.pipeline.syncOperations.addHandler(SlowClientGuard(limits: limits.timer), name: SlowClientGuard.name)
+            try channel.pipeline.syncOperations.addHandler(
+                SlowClientGuard(limits: limits.timer, onTimedOut: onTimedOut), name: SlowClientGuard.name)
         }.flatMap {
             base.setup(channel: channel, logger: logger)
         }.map { Value(channel: channel, base: $0) }
@@ -197,9 +200,11 @@ final class SlowClientGuard: ChannelDuplexHandler, RemovableChannelHandler {
     private var timer: RequestTimer
     private let origin = NIODeadline.now()
     private var check: RepeatedTask?
+    private let onTimedOut: @Sendable () -> Void
 
-    init(limits: RequestTimer.Limits) {
+    init(limits: RequestTimer.Limits, onTimedOut: @escaping @Sendable () -> Void = {}) {
         timer = RequestTimer(limits: limits, now: .zero)
+        self.onTimedOut = onTimedOut
     }
 
     private var now: Duration { .nanoseconds((NIODeadline.now() - origin).nanoseconds) }
@@ -257,6 +262,7 @@ final class SlowClientGuard: ChannelDuplexHandler, RemovableChannelHandler {
             context.close(promise: nil)
         case .timeOut:
             check?.cancel()
+            onTimedOut()
             let limits = timer.limits
             let answer = CannedResponse.bytes(
                 status: "408 Request Timeout", code: .requestTimeout,

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Metrics
 import ScrollbackModels
 import ScrollbackStore
 import ServiceLifecycle
@@ -39,14 +40,22 @@ public struct LiveOptions: Sendable {
 /// server stops (run it after the application in the service group).
 public struct LiveDelivery: Service {
     let hub = LiveHub()
-    let counters = LiveCounters()
+    let counters: LiveCounters
+    let metrics: LiveMetrics
     let store: ScrollbackStore
     let options: LiveOptions
     let logger: Logger
 
-    public init(store: ScrollbackStore, options: LiveOptions = LiveOptions(), logger: Logger) {
+    /// Records into `metrics` when given (the same as the application's).
+    public init(
+        store: ScrollbackStore, options: LiveOptions = LiveOptions(), metrics: ScrollbackMetrics? = nil, logger: Logger
+    ) {
         self.store = store
         self.options = options
+        self.metrics = metrics?.live ?? LiveMetrics(factory: NOOPMetricsHandler.instance)
+        self.counters = LiveCounters(
+            slowConsumerCloses: self.metrics.slowConsumerCloses,
+            onRefusedSocket: { metrics?.refusedConnection(kind: "socket") })
         self.logger = logger
     }
 
@@ -58,8 +67,9 @@ public struct LiveDelivery: Service {
 
     public func run() async throws {
         await withTaskGroup(of: Void.self) { group in
-            group.addTask { [store, hub, options] in
+            group.addTask { [store, hub, options, metrics] in
                 await store.listenToFeed(probeInterval: options.probeInterval) { signal in
+                    metrics.received(signal)
                     await hub.handle(signal)
                 }
             }
@@ -82,12 +92,13 @@ public struct LiveDelivery: Service {
             var failed = false
             await withTaskGroup(of: Bool.self) { group in
                 for request in requests {
-                    group.addTask { [store, hub] in
+                    group.addTask { [store, hub, metrics] in
                         do {
                             let read = try await store.feed(
                                 of: request.conversation, afterSeq: request.afterSeq,
                                 afterVersion: request.afterVersion, checking: request.users,
                                 limit: APILimits.maxStreamBacklog)
+                            if let read { metrics.fanningOut(read) }
                             await hub.apply(read, for: request)
                             return true
                         } catch {

@@ -10,6 +10,9 @@ public struct ScrollbackConfiguration: Sendable {
     public var host = "127.0.0.1"
     /// `PORT` (`--port`): 0 to 65535 (0 picks a free port).
     public var port = 8080
+    /// `SCROLLBACK_METRICS_PORT` (`--metrics-port`): where `GET /metrics`
+    /// is served, on `host`; nil (the default) serves no metrics.
+    public var metricsPort: Int?
     /// `DATABASE_URL`: nil runs the embedded PostgreSQL cluster.
     public var databaseURL: DatabaseURL?
     /// `SCROLLBACK_DB_POOL_SIZE`, `SCROLLBACK_DB_TIMEOUT` (the statement
@@ -51,6 +54,9 @@ public struct ScrollbackConfiguration: Sendable {
         }
         if let text = value("HOST") { host = text }
         if let text = value("PORT") { port = try Self.integer(text, "PORT", in: 0...65_535) }
+        if let text = value("SCROLLBACK_METRICS_PORT") {
+            metricsPort = try Self.integer(text, "SCROLLBACK_METRICS_PORT", in: 0...65_535)
+        }
         if let text = value("DATABASE_URL") {
             do {
                 databaseURL = try DatabaseURL(text)

@@ -83,7 +83,7 @@ extension ScrollbackStore {
         let statement = FeedStatement(
             conversation: id, afterSeq: afterSeq, afterVersion: afterVersion, users: users.map(\.rawValue),
             limit: Int64(limit) + 1)
-        let rows = try await rows(statement, writes: false)
+        let rows = try await rows(statement, writes: false, as: .feed)
         guard let head = rows.first else { return nil }
         var read = FeedRead(
             lastSeq: head.lastSeq, version: head.version, members: Set(head.members.map(UserID.init(rawValue:))),
@@ -111,7 +111,7 @@ extension ScrollbackStore {
             SELECT \(unescaped: FeedEvent.notify("t", "conversation_id::text", "user_id"))
             FROM members WHERE conversation_id = \(id) AND user_id = \(user.rawValue)
             """,
-            writes: false)
+            writes: false, as: .typing)
         return !rows.isEmpty
     }
 }

@@ -17,7 +17,8 @@ enum DatabaseErrors {
         }
     }
 
-    static func translate(_ error: any Error, writes: Bool, logger: Logger) -> Translation {
+    /// `metrics` counts the statements PostgreSQL cancelled for a timeout.
+    static func translate(_ error: any Error, writes: Bool, logger: Logger, metrics: StoreMetrics) -> Translation {
         switch error {
         case let error as StoreError:
             return .fail(error)
@@ -25,14 +26,14 @@ enum DatabaseErrors {
             // The first thing that went wrong: BEGIN, the work inside, or COMMIT.
             // A failed COMMIT leaves the outcome unknown, as a lost connection does.
             if let inner = error.beginError ?? error.closureError {
-                return translate(inner, writes: writes, logger: logger)
+                return translate(inner, writes: writes, logger: logger, metrics: metrics)
             }
             if let commit = error.commitError {
-                return translate(commit, writes: true, logger: logger)
+                return translate(commit, writes: true, logger: logger, metrics: metrics)
             }
             return .fail(unavailable(logger, "transaction failed"))
         case let error as PSQLError:
-            return translate(error, writes: writes, logger: logger)
+            return translate(error, writes: writes, logger: logger, metrics: metrics)
         case is CancellationError:
             return .fail(StoreError.unavailable)
         default:
@@ -47,7 +48,9 @@ enum DatabaseErrors {
         }
     }
 
-    private static func translate(_ error: PSQLError, writes: Bool, logger: Logger) -> Translation {
+    private static func translate(_ error: PSQLError, writes: Bool, logger: Logger, metrics: StoreMetrics)
+        -> Translation
+    {
         switch error.code {
         case .server:
             let state = error.sqlState ?? ""
@@ -59,6 +62,8 @@ enum DatabaseErrors {
             case "57014", "55P03", "25006":
                 // Cancelled (statement_timeout), lock not available (lock_timeout),
                 // read-only transaction (a standby after a failover): rolled back.
+                if state == "57014" { metrics.timedOut(.statementTimeout) }
+                if state == "55P03" { metrics.timedOut(.lockTimeout) }
                 return .fail(unavailable(logger, "statement refused", state))
             default:
                 // 08: connection exception; 53: insufficient resources;

@@ -31,7 +31,7 @@ extension ScrollbackStore {
     public func migrate(_ migrations: [Migration] = Migration.embedded) async throws -> [String] {
         // Without the request deadline: a migration of a large table takes
         // its time, and the session's timeouts are lifted for it.
-        try await withConnection(writes: true, bounded: false) { connection in
+        try await withConnection(writes: true, bounded: false, as: .migrate) { connection in
             try await connection.query("SET statement_timeout = 0", logger: logger)
             try await connection.query("SET lock_timeout = 0", logger: logger)
             // Back to the values the connection started with, whatever

@@ -7,8 +7,8 @@ extension ScrollbackStore {
     /// The result is read to its end (the command's completion, which
     /// PostgreSQL sends together with the commit of the statement's implicit
     /// transaction), never left half-read: a caller answers only after that.
-    func rows(_ query: PostgresQuery, writes: Bool) async throws -> [PostgresRow] {
-        try await withConnection(writes: writes) { connection in
+    func rows(_ query: PostgresQuery, writes: Bool, as name: StatementName) async throws -> [PostgresRow] {
+        try await withConnection(writes: writes, as: name) { connection in
             try await connection.query(query, logger: logger).collect()
         }
     }
@@ -17,9 +17,9 @@ extension ScrollbackStore {
     /// bound and executed) and returns every row, decoded by position; read
     /// to the end like `rows(_:writes:)`.
     func rows<Statement: PostgresPreparedStatement>(
-        _ statement: Statement, writes: Bool
+        _ statement: Statement, writes: Bool, as name: StatementName
     ) async throws -> [Statement.Row] where Statement.Row: Sendable {
-        try await withConnection(writes: writes) { connection in
+        try await withConnection(writes: writes, as: name) { connection in
             var rows: [Statement.Row] = []
             for try await row in try await connection.execute(statement, logger: logger) { rows.append(row) }
             return rows
@@ -33,37 +33,41 @@ extension ScrollbackStore {
     /// A statement PostgreSQL rolled back because of a serialization failure
     /// or a deadlock is run again (a few times): nothing of it was applied.
     /// `writes` says whether a lost connection leaves the outcome unknown.
-    /// `bounded: false` waits as long as the work takes (migrations).
+    /// `bounded: false` waits as long as the work takes (migrations). The
+    /// time `body` takes is reported as statement `name`.
     func withConnection<T: Sendable>(
-        writes: Bool, bounded: Bool = true, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
+        writes: Bool, bounded: Bool = true, as name: StatementName,
+        _ body: @escaping @Sendable (PostgresConnection) async throws -> T
     ) async throws -> T {
         var attempt = 1
         while true {
             do {
                 guard bounded else {
-                    return try await client.withConnection { connection in try await body(connection) }
+                    return try await leased(as: name) { connection in try await body(connection) }
                 }
                 // While the database is unreachable, a request waits for a
                 // connection only briefly: the pool would keep it until its
                 // circuit breaker trips.
                 let connectionLimit = reachability.isReachable ? options.deadline : Self.connectionWaitWhileUnreachable
                 return try await Deadline.run(connection: connectionLimit, total: options.deadline) {
-                    [client, reachability] gate in
-                    try await client.withConnection { connection in
+                    [reachability] gate in
+                    try await leased(as: name) { connection in
                         gate.sending()
                         reachability.update(true)
                         return try await body(connection)
                     }
                 }
             } catch Deadline.Expiry.waitingForConnection {
+                metrics.timedOut(.noConnection)
                 reachability.update(false)
                 logger.warning("database unavailable", metadata: ["reason": "no connection in time"])
                 throw StoreError.unavailable
             } catch Deadline.Expiry.running {
+                metrics.timedOut(.noAnswer)
                 logger.warning("database did not answer in time", metadata: ["writes": "\(writes)"])
                 throw writes ? StoreError.outcomeUnknown : StoreError.unavailable
             } catch {
-                let translated = DatabaseErrors.translate(error, writes: writes, logger: logger)
+                let translated = DatabaseErrors.translate(error, writes: writes, logger: logger, metrics: metrics)
                 if case .retry = translated, attempt < Self.retryAttempts {
                     attempt += 1
                     continue
@@ -73,11 +77,26 @@ extension ScrollbackStore {
         }
     }
 
+    /// A connection from the pool for `body`, counted in the pool's gauges
+    /// while it is awaited and while it is held, and `body` timed as `name`.
+    private func leased<T: Sendable>(
+        as name: StatementName, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
+    ) async throws -> T {
+        let lease = StoreMetrics.Lease(metrics)
+        defer { lease.end() }
+        return try await client.withConnection { [metrics] connection in
+            lease.grant()
+            let start = ContinuousClock.now
+            defer { metrics.ran(name, for: .now - start) }
+            return try await body(connection)
+        }
+    }
+
     /// Runs `body` in a transaction on a pooled connection (see `withConnection`).
     func withTransaction<T: Sendable>(
-        _ body: @escaping @Sendable (PostgresConnection) async throws -> T
+        as name: StatementName, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
     ) async throws -> T {
-        try await withConnection(writes: true) { [logger] connection in
+        try await withConnection(writes: true, as: name) { [logger] connection in
             try await connection.withTransaction(logger: logger) { connection in try await body(connection) }
         }
     }

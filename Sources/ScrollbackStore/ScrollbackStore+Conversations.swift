@@ -25,7 +25,7 @@ extension ScrollbackStore {
                    ARRAY(SELECT user_id FROM m ORDER BY user_id COLLATE "C")
             FROM c
             """,
-            writes: true)
+            writes: true, as: .createConversation)
         guard let (id, title, createdBy, createdAt, lastSeq, members) = try rows.first?.decode(
             (UUID, String?, String, Date, Int64, [String]).self)
         else { throw MalformedRow() }
@@ -81,7 +81,7 @@ extension ScrollbackStore {
             FROM \(unescaped: Self.conversationSource)
             WHERE me.user_id = \(user.rawValue) AND me.conversation_id = \(id)
             """,
-            writes: false)
+            writes: false, as: .conversation)
         guard let row = rows.first else { throw StoreError.conversationNotFound }
         return try Self.decodeConversation(row).0
     }
@@ -121,7 +121,7 @@ extension ScrollbackStore {
             ) page ON true
             ORDER BY page.activity DESC
             """,
-            writes: false)
+            writes: false, as: .conversations)
         var passed = (count: position.count, digest: position.digest)
         var page: [(Conversation, activity: Int64, hash: Int64)] = []
         for row in rows {
@@ -165,7 +165,7 @@ extension ScrollbackStore {
                    me.read_seq, \(unescaped: Self.unreadCount)
             FROM (SELECT) AS one LEFT JOIN moved me ON true
             """,
-            writes: true)
+            writes: true, as: .markRead)
         guard let (lastSeq, isMember, readSeq, unread) = try rows.first?.decode((Int64?, Bool, Int64?, Int64?).self)
         else { throw MalformedRow() }
         guard let lastSeq, isMember else { throw StoreError.conversationNotFound }
@@ -176,7 +176,7 @@ extension ScrollbackStore {
     /// Adds `user` to the conversation; any member may add. Adding someone who
     /// is already a member changes nothing.
     public func addMember(_ user: UserID, to id: UUID, by actor: UserID) async throws -> Conversation {
-        let outcome: MembershipChange = try await withTransaction { [logger] connection in
+        let outcome: MembershipChange = try await withTransaction(as: .addMember) { [logger] connection in
             guard try await Self.lockConversation(id, member: actor, on: connection, logger: logger) != nil else {
                 return .notVisible
             }
@@ -211,7 +211,7 @@ extension ScrollbackStore {
     /// row meanwhile checks membership again once it has the lock, so nothing
     /// of the removed member's is stored after the removal.
     public func removeMember(_ user: UserID, from id: UUID, by actor: UserID) async throws {
-        let outcome: MembershipChange = try await withTransaction { [logger] connection in
+        let outcome: MembershipChange = try await withTransaction(as: .removeMember) { [logger] connection in
             guard let creator = try await Self.lockConversation(id, member: actor, on: connection, logger: logger) else {
                 return .notVisible
             }

@@ -7,7 +7,7 @@ extension ScrollbackStore {
     /// version read in the same statement (one snapshot, one round trip).
     public func page(of id: UUID, for user: UserID, anchor: PageAnchor, limit: Int) async throws -> MessagePage {
         let scan = PageScan(anchor: anchor, limit: limit)
-        let rows = try await rows(PageStatement(conversation: id, user: user, scan: scan), writes: false)
+        let rows = try await rows(PageStatement(conversation: id, user: user, scan: scan), writes: false, as: .page)
         guard let head = rows.first else { throw StoreError.conversationNotFound }
         let messages = rows.compactMap(\.message)
         // UNION ALL promises no order across its branches: `sides` restores each side's.
@@ -37,7 +37,7 @@ extension ScrollbackStore {
             WHERE c.id = \(id)
               AND EXISTS (SELECT 1 FROM members WHERE conversation_id = c.id AND user_id = \(user.rawValue))
             """,
-            writes: false)
+            writes: false, as: .seqAtTime)
         guard let (lastSeq, seq) = try rows.first?.decode((Int64, Int64?).self) else {
             throw StoreError.conversationNotFound
         }
@@ -64,7 +64,7 @@ extension ScrollbackStore {
               AND EXISTS (SELECT 1 FROM members WHERE conversation_id = c.id AND user_id = \(user.rawValue))
             ORDER BY m.version
             """,
-            writes: false)
+            writes: false, as: .changes)
         var current: Int64?
         var messages: [Message] = []
         for row in rows {

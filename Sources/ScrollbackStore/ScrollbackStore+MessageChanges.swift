@@ -90,7 +90,7 @@ extension ScrollbackStore {
             WHERE m.conversation_id = \(id) AND m.seq = \(seq)
             RETURNING \(unescaped: MessageRow.columns("m"))
             """,
-            writes: true)
+            writes: true, as: .changeMessage)
         return try rows.first.flatMap { try MessageRow.decode($0.makeRandomAccess(), alias: "m", conversation: id) }
     }
 
@@ -105,7 +105,7 @@ extension ScrollbackStore {
             WHERE c.id = \(id)
               AND EXISTS (SELECT 1 FROM members WHERE conversation_id = c.id AND user_id = \(user.rawValue))
             """,
-            writes: false)
+            writes: false, as: .diagnoseChange)
         guard let columns = rows.first?.makeRandomAccess() else { throw StoreError.conversationNotFound }
         guard let message = try MessageRow.decode(columns, alias: "m", conversation: id) else {
             throw StoreError.messageNotFound

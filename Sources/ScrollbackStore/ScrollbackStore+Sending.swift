@@ -30,7 +30,7 @@ extension ScrollbackStore {
     ) async throws -> SendOutcome {
         for _ in 0..<Self.retryAttempts {
             let statement = SendStatement(conversation: id, sender: sender, body: body, clientID: clientID)
-            guard let row = try await rows(statement, writes: true).first, row.isMember else {
+            guard let row = try await rows(statement, writes: true, as: .send).first, row.isMember else {
                 throw StoreError.conversationNotFound
             }
             guard let message = row.message else {

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Metrics
 import NIOConcurrencyHelpers
 import PostgresNIO
 import ScrollbackModels
@@ -18,14 +19,21 @@ public struct ScrollbackStore: Service {
     let url: DatabaseURL
     let logger: Logger
     let options: StoreOptions
+    let metrics: StoreMetrics
     let knownUsers = KnownUsers()
     let reachability = Reachability()
 
-    public init(url: DatabaseURL, options: StoreOptions = StoreOptions(), logger: Logger) {
+    /// `metrics` receives the pool's gauges, each operation's latency and
+    /// the timeouts (see the README's metrics); by default they go nowhere.
+    public init(
+        url: DatabaseURL, options: StoreOptions = StoreOptions(),
+        metrics: any MetricsFactory = NOOPMetricsHandler.instance, logger: Logger
+    ) {
         self.client = PostgresClient(configuration: url.clientConfiguration(options), backgroundLogger: logger)
         self.url = url
         self.logger = logger
         self.options = options
+        self.metrics = StoreMetrics(factory: metrics, poolSize: options.maximumConnections)
     }
 
     /// Runs the connection pool until the task is cancelled or the service
@@ -39,7 +47,7 @@ public struct ScrollbackStore: Service {
     /// Whether the database answers (`/readyz`).
     public func ping() async -> Bool {
         do {
-            let rows = try await rows("SELECT 1", writes: false)
+            let rows = try await rows("SELECT 1", writes: false, as: .ping)
             return try rows.first?.decode(Int.self) == 1
         } catch {
             return false
@@ -50,7 +58,7 @@ public struct ScrollbackStore: Service {
     /// integrating app; this only remembers that they exist.
     public func ensureUser(_ userID: UserID) async throws {
         if knownUsers.contains(userID) { return }
-        _ = try await rows("INSERT INTO users (id) VALUES (\(userID.rawValue)) ON CONFLICT (id) DO NOTHING", writes: true)
+        _ = try await rows("INSERT INTO users (id) VALUES (\(userID.rawValue)) ON CONFLICT (id) DO NOTHING", writes: true, as: .ensureUser)
         knownUsers.insert(userID)
     }
 }

@@ -16,11 +16,17 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("log-level"), help: "Log level (overrides LOG_LEVEL; default info).")
     var logLevel: String?
 
+    @Option(
+        name: .customLong("metrics-port"),
+        help: "Port of GET /metrics, on the same host (overrides SCROLLBACK_METRICS_PORT; default none).")
+    var metricsPort: String?
+
     func run() async throws {
         var flags: [String: String] = [:]
         flags["HOST"] = host
         flags["PORT"] = port
         flags["LOG_LEVEL"] = logLevel
+        flags["SCROLLBACK_METRICS_PORT"] = metricsPort
         // Before the settings: the default connection cap follows the file limit.
         ConnectionLimits.raiseFileLimit()
         let configuration = try Startup.configuration(overrides: flags)
@@ -35,7 +41,9 @@ struct Serve: AsyncParsableCommand {
         let database = try Startup.database(configuration, logger: logger)
         defer { if let (launcher, running) = database.embedded { launcher.stop(running) } }
         logger.info("using database", metadata: ["url": "\(database.url.redacted)"])
-        let store = ScrollbackStore(url: database.url, options: configuration.store, logger: logger)
-        try await runScrollback(configuration: configuration, store: store, logger: logger)
+        let metrics = ScrollbackMetrics()
+        let store = ScrollbackStore(
+            url: database.url, options: configuration.store, metrics: metrics.factory, logger: logger)
+        try await runScrollback(configuration: configuration, store: store, metrics: metrics, logger: logger)
     }
 }

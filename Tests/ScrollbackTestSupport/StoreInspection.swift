@@ -3,9 +3,12 @@ import PostgresNIO
 
 extension ScrollbackStore {
     /// The first column of every row of `query`, run on the store's own
-    /// schema: for tests that look behind the API at what is stored.
+    /// schema: for tests that look behind the API at what is stored (on
+    /// the pool, but not timed as any of the store's statements).
     public func values<T: PostgresDecodable>(_ type: T.Type, _ query: PostgresQuery) async throws -> [T] {
-        try await rows(query, writes: true).map { try $0.decode(T.self) }
+        try await client.withConnection { [logger] connection in
+            try await connection.query(query, logger: logger).collect()
+        }.map { try $0.decode(T.self) }
     }
 }
 
