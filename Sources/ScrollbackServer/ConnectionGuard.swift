@@ -64,7 +64,7 @@ public struct ConnectionLimits: Sendable, Equatable {
 
 /// Counts open connections against the cap.
 final class ConnectionGate: Sendable {
-    let limit: Int
+    private let limit: Int
     private let open = NIOLockedValueBox(0)
 
     init(limit: Int) {
@@ -82,8 +82,6 @@ final class ConnectionGate: Sendable {
     func leave() {
         open.withLockedValue { $0 -= 1 }
     }
-
-    var count: Int { open.withLockedValue { $0 } }
 }
 
 /// The server's child channel with the connection cap and the slow-client

@@ -33,14 +33,17 @@ enum Validation {
 
     static func title(_ title: String?) throws -> String? {
         guard let title else { return nil }
-        return try visibleText(title, field: "title", code: .invalidTitle, maxLength: maxTitleCharacters, allowingLineBreaks: false)
+        return try visibleText(
+            title, field: "title", code: .invalidTitle, maxLength: maxTitleCharacters, allowingLineBreaks: false,
+            ifInvisible: " Omit it or send null for no title.")
     }
 
     /// Text people read, by the rule of ``VisibleText``: something visible,
     /// no control characters but a body's line breaks and tabs, and at most
     /// `maxLength` code points.
     private static func visibleText(
-        _ text: String, field: String, code: APIErrorCode, maxLength: Int, allowingLineBreaks: Bool
+        _ text: String, field: String, code: APIErrorCode, maxLength: Int, allowingLineBreaks: Bool,
+        ifInvisible hint: String = ""
     ) throws -> String {
         if let control = VisibleText.forbiddenControl(in: text, allowingLineBreaks: allowingLineBreaks) {
             let allowed = allowingLineBreaks ? " other than tab, line feed and carriage return" : ""
@@ -51,8 +54,7 @@ enum Validation {
         if !VisibleText.showsSomething(text) {
             throw APIError.unprocessable(
                 code,
-                "Field `\(field)` must contain some visible text, not only whitespace or invisible characters."
-                    + (field == "title" ? " Omit it or send null for no title." : ""))
+                "Field `\(field)` must contain some visible text, not only whitespace or invisible characters.\(hint)")
         }
         let length = text.unicodeScalars.count
         if length > maxLength {
