@@ -13,9 +13,7 @@ public func buildRouter(
     metrics: ScrollbackMetrics? = nil
 ) -> Router<ScrollbackRequestContext> {
     let router = Router(context: ScrollbackRequestContext.self, options: .autoGenerateHeadEndpoints)
-    router.add(middleware: RequestLogMiddleware())
-    // Outside ErrorMiddleware: the status counted is the one sent.
-    if let metrics { router.add(middleware: RequestMetricsMiddleware(metrics: metrics.http)) }
+    router.add(middleware: RequestLogMiddleware(metrics: metrics?.http))
     router.add(middleware: ErrorMiddleware())
     router.add(middleware: BodyLimitMiddleware())
     HealthController(store: store, live: live).addRoutes(to: router)

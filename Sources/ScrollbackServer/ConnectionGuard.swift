@@ -14,26 +14,16 @@ public struct ConnectionLimits: Sendable, Equatable {
     /// closed.
     public var maxConnections: Int
     /// `SCROLLBACK_HEADER_TIMEOUT`, `SCROLLBACK_BODY_TIMEOUT`,
-    /// `SCROLLBACK_MIN_RECEIVE_RATE`, `SCROLLBACK_IDLE_TIMEOUT` (see
-    /// ``RequestTimer``).
-    var timer = RequestTimer.Limits()
+    /// `SCROLLBACK_MIN_RECEIVE_RATE` (bytes per second) and
+    /// `SCROLLBACK_IDLE_TIMEOUT`: the rule of ``RequestTimer``.
+    public var headerTimeout: Duration = .seconds(10)
+    public var bodyTimeout: Duration = .seconds(10)
+    public var minReceiveRate = 1_024
+    public var idleTimeout: Duration = .seconds(60)
 
-    public var headerTimeout: Duration {
-        get { timer.headerTimeout }
-        set { timer.headerTimeout = newValue }
-    }
-    public var bodyTimeout: Duration {
-        get { timer.bodyTimeout }
-        set { timer.bodyTimeout = newValue }
-    }
-    /// Bytes per second.
-    public var minReceiveRate: Int {
-        get { timer.minReceiveRate }
-        set { timer.minReceiveRate = newValue }
-    }
-    public var idleTimeout: Duration {
-        get { timer.idleTimeout }
-        set { timer.idleTimeout = newValue }
+    var timer: RequestTimer.Limits {
+        RequestTimer.Limits(
+            headerTimeout: headerTimeout, bodyTimeout: bodyTimeout, minReceiveRate: minReceiveRate, idleTimeout: idleTimeout)
     }
 
     public init(maxConnections: Int = ConnectionLimits.defaultMaxConnections()) {

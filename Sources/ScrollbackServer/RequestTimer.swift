@@ -12,12 +12,13 @@
 /// - While the server works on a request, nothing is asked of the client;
 ///   a live-stream socket is exempt (it has pings and its own deadlines).
 struct RequestTimer: Sendable, Equatable {
+    /// The settings of ``ConnectionLimits``, where their defaults are.
     struct Limits: Sendable, Equatable {
-        var headerTimeout: Duration = .seconds(10)
-        var bodyTimeout: Duration = .seconds(10)
+        var headerTimeout: Duration
+        var bodyTimeout: Duration
         /// Bytes per second.
-        var minReceiveRate = 1_024
-        var idleTimeout: Duration = .seconds(60)
+        var minReceiveRate: Int
+        var idleTimeout: Duration
     }
 
     enum Verdict: Sendable, Equatable {

@@ -1,26 +1,6 @@
 import HTTPTypes
-import Hummingbird
 import Metrics
 import NIOConcurrencyHelpers
-
-/// Counts every request by method, route pattern and status, and times it
-/// by method and route, into `ScrollbackMetrics`. It runs outside
-/// `ErrorMiddleware`, so the status counted is the one sent, errors
-/// included. The time is until the response is ready to be written.
-struct RequestMetricsMiddleware<Context: RequestContext>: RouterMiddleware {
-    let metrics: HTTPMetrics
-
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
-        -> Response
-    {
-        let start = ContinuousClock.now
-        let response = try await next(request, context)
-        metrics.record(
-            method: request.method, route: context.endpointPath, status: response.status.code,
-            duration: .now - start)
-        return response
-    }
-}
 
 /// The handles of `scrollback_http_requests_total` and
 /// `scrollback_http_request_duration_seconds`, one pair per method, route
