@@ -60,6 +60,8 @@ import Testing
     /// With one connection held by a send waiting for a locked row, a second
     /// caller waits for the pool: leased 1, idle 0, waiting 1; once the row
     /// is released both finish and the gauges return to an idle pool.
+    static let heldAtLeast = Duration.milliseconds(300)
+
     @Test func thePoolGaugesFollowLeasesAndWaiters() async throws {
         let metrics = TestMetrics()
         try await Self.withStore(metrics, maximumConnections: 1) { store in
@@ -77,6 +79,8 @@ import Testing
                 #expect(try Self.meter(metrics, "waiting_requests") == 1)
                 #expect(try Self.meter(metrics, "leased_connections") == 1)
                 #expect(try Self.meter(metrics, "idle_connections") == 0)
+                // The send is blocked on the row from here: held at least this long.
+                try await Task.sleep(for: Self.heldAtLeast)
                 try await holder.query("ROLLBACK", logger: .init(label: "test"))
                 _ = try await send.value
                 _ = try await read.value
@@ -89,8 +93,9 @@ import Testing
             let reads = try metrics.expectTimer(
                 "scrollback_db_statement_duration_seconds", [("statement", "conversation")])
             #expect(reads.values.count == 1)
-            // The send held its connection while it waited for the row.
-            #expect(sends.values[0] > reads.values[0])
+            // The send held its connection while it waited for the row, and
+            // that wait is in its time (nanoseconds).
+            #expect(sends.values[0] >= Int64(Self.heldAtLeast / .nanoseconds(1)), "\(sends.values[0]) ns")
         }
     }
 
