@@ -197,8 +197,9 @@ extension ScrollbackClient {
             if !state.isUp, ref == id.wire {
                 throw ScrollbackError.unavailable(code: code, retryAfter: nil, message: message)
             }
-        case .ack, .pong:
-            break
+        case .ack, .pong, .inboxSubscribed, .conversationActivity, .memberAdded, .inboxRead, .inboxMemberRemoved,
+            .inboxResyncRequired:
+            break  // not about this conversation's subscription
         }
     }
 

@@ -12,6 +12,8 @@ public struct Conversation: Codable, Sendable, Hashable {
         case readSeq = "read_seq"
         case unreadCount = "unread_count"
         case lastMessage = "last_message"
+        case version
+        case activity
     }
 
     public var id: UUID
@@ -28,10 +30,18 @@ public struct Conversation: Codable, Sendable, Hashable {
     public var unreadCount: Int64
     /// The newest message (a preview for conversation lists); nil while empty.
     public var lastMessage: Message?
+    /// The conversation's change count: every message stored, edited or
+    /// deleted takes the next version (`GET .../changes?since_version=`).
+    public var version: Int64
+    /// Where the conversation stands in its members' lists: a larger value
+    /// is more recent activity (its creation or its newest message). The
+    /// conversation list and the inbox stream order by it.
+    public var activity: Int64
 
     public init(
         id: UUID, title: String?, createdBy: String, createdAt: Date, lastSeq: Int64, members: [String],
-        readSeq: Int64 = 0, unreadCount: Int64 = 0, lastMessage: Message? = nil
+        readSeq: Int64 = 0, unreadCount: Int64 = 0, lastMessage: Message? = nil, version: Int64 = 0,
+        activity: Int64 = 0
     ) {
         self.id = id
         self.title = title
@@ -42,6 +52,24 @@ public struct Conversation: Codable, Sendable, Hashable {
         self.readSeq = readSeq
         self.unreadCount = unreadCount
         self.lastMessage = lastMessage
+        self.version = version
+        self.activity = activity
+    }
+
+    /// `version` and `activity` may be absent (servers before they existed): 0.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        id = try container.decode(UUID.self, forKey: .id)
+        title = try container.decodeIfPresent(String.self, forKey: .title)
+        createdBy = try container.decode(String.self, forKey: .createdBy)
+        createdAt = try container.decode(Date.self, forKey: .createdAt)
+        lastSeq = try container.decode(Int64.self, forKey: .lastSeq)
+        members = try container.decode([String].self, forKey: .members)
+        readSeq = try container.decode(Int64.self, forKey: .readSeq)
+        unreadCount = try container.decode(Int64.self, forKey: .unreadCount)
+        lastMessage = try container.decodeIfPresent(Message.self, forKey: .lastMessage)
+        version = try container.decodeIfPresent(Int64.self, forKey: .version) ?? 0
+        activity = try container.decodeIfPresent(Int64.self, forKey: .activity) ?? 0
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -56,6 +84,8 @@ public struct Conversation: Codable, Sendable, Hashable {
         try container.encode(readSeq, forKey: .readSeq)
         try container.encode(unreadCount, forKey: .unreadCount)
         try container.encode(lastMessage, forKey: .lastMessage)
+        try container.encode(version, forKey: .version)
+        try container.encode(activity, forKey: .activity)
     }
 }
 
@@ -175,6 +205,8 @@ public struct ReadMarker: Codable, Sendable, Equatable {
 extension Conversation: JSONWritable {
     public func write(to writer: inout JSONWriter) {
         writer.beginObject()
+        writer.key("activity")
+        writer.number(activity)
         writer.key("created_at")
         writer.timestamp(createdAt)
         writer.key("created_by")
@@ -193,6 +225,8 @@ extension Conversation: JSONWritable {
         writer.string(title)
         writer.key("unread_count")
         writer.number(unreadCount)
+        writer.key("version")
+        writer.number(version)
         writer.endObject()
     }
 }

@@ -23,6 +23,11 @@ public enum ClientFrame: Codable, Sendable, Equatable {
     case read(conversationId: UUID, seq: Int64)
     /// The sender is typing; never stored.
     case typing(conversationId: UUID)
+    /// The caller's inbox: activity in every conversation they are a member
+    /// of. With `after` (a `cursor` of an earlier inbox frame), first what
+    /// changed since then (exact resume); without, only what happens from now on.
+    case subscribeInbox(after: String?)
+    case unsubscribeInbox
     case ping
 
     enum CodingKeys: String, CodingKey {
@@ -33,10 +38,13 @@ public enum ClientFrame: Codable, Sendable, Equatable {
         case body
         case clientId = "client_id"
         case seq
+        case after
     }
 
     /// The values of `type`.
-    public static let types = ["auth", "subscribe", "unsubscribe", "send", "read", "typing", "ping"]
+    public static let types = [
+        "auth", "subscribe", "unsubscribe", "send", "read", "typing", "subscribe_inbox", "unsubscribe_inbox", "ping",
+    ]
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -61,6 +69,10 @@ public enum ClientFrame: Codable, Sendable, Equatable {
                 seq: try container.decode(Int64.self, forKey: .seq))
         case "typing":
             self = .typing(conversationId: try container.decode(UUID.self, forKey: .conversationId))
+        case "subscribe_inbox":
+            self = .subscribeInbox(after: try container.decodeIfPresent(String.self, forKey: .after))
+        case "unsubscribe_inbox":
+            self = .unsubscribeInbox
         case "ping":
             self = .ping
         default:
@@ -93,6 +105,11 @@ public enum ClientFrame: Codable, Sendable, Equatable {
         case .typing(let id):
             try container.encode("typing", forKey: .type)
             try container.encode(id.lowercased, forKey: .conversationId)
+        case .subscribeInbox(let after):
+            try container.encode("subscribe_inbox", forKey: .type)
+            try container.encodeIfPresent(after, forKey: .after)
+        case .unsubscribeInbox:
+            try container.encode("unsubscribe_inbox", forKey: .type)
         case .ping:
             try container.encode("ping", forKey: .type)
         }
@@ -131,6 +148,23 @@ public enum ServerFrame: Codable, Sendable, Equatable {
     /// More than ``APILimits/maxStreamBacklog`` messages were missed: page
     /// them over HTTP. The subscription stays live after `lastSeq`.
     case resyncRequired(conversationId: UUID, lastSeq: Int64)
+    /// The inbox is live: what changed after `cursor` follows.
+    case inboxSubscribed(cursor: String)
+    /// Inbox: a message was stored, edited or deleted in one of the
+    /// caller's conversations (type `conversation_activity`).
+    case conversationActivity(InboxActivity, cursor: String)
+    /// Inbox: the caller was added to a conversation (type `member_added`).
+    case memberAdded(Conversation, cursor: String)
+    /// Inbox: the caller's own read marker moved, on any device (type
+    /// `read`, told apart from a conversation's `read` by its `cursor`).
+    case inboxRead(conversationId: UUID, userId: String, seq: Int64, unreadCount: Int64, cursor: String)
+    /// Inbox: the caller left or was removed from a conversation (type
+    /// `member_removed`, with a `cursor`).
+    case inboxMemberRemoved(conversationId: UUID, cursor: String)
+    /// Inbox: more changed since `after` than the stream replays: fetch the
+    /// conversation list again (type `resync_required`, with a `cursor` and
+    /// no `conversation_id`). The inbox stays live after `cursor`.
+    case inboxResyncRequired(cursor: String)
     case pong
 
     enum CodingKeys: String, CodingKey {
@@ -146,6 +180,9 @@ public enum ServerFrame: Codable, Sendable, Equatable {
         case code
         case ref
         case retryAfter = "retry_after"
+        case cursor
+        case conversation
+        case unreadCount = "unread_count"
     }
 
     public var type: String {
@@ -154,11 +191,14 @@ public enum ServerFrame: Codable, Sendable, Equatable {
         case .message: "message"
         case .messageUpdated: "message_updated"
         case .ack: "ack"
-        case .read: "read"
+        case .read, .inboxRead: "read"
         case .typing: "typing"
-        case .memberRemoved: "member_removed"
+        case .memberRemoved, .inboxMemberRemoved: "member_removed"
         case .error: "error"
-        case .resyncRequired: "resync_required"
+        case .resyncRequired, .inboxResyncRequired: "resync_required"
+        case .inboxSubscribed: "inbox_subscribed"
+        case .conversationActivity: "conversation_activity"
+        case .memberAdded: "member_added"
         case .pong: "pong"
         }
     }
@@ -182,13 +222,24 @@ public enum ServerFrame: Codable, Sendable, Equatable {
                 message: try container.decode(Message.self, forKey: .message),
                 replayed: try container.decode(Bool.self, forKey: .replayed))
         case "read":
-            self = .read(
-                conversationId: try id(), userId: try container.decode(String.self, forKey: .userId),
-                seq: try container.decode(Int64.self, forKey: .seq))
+            if let cursor = try container.decodeIfPresent(String.self, forKey: .cursor) {
+                self = .inboxRead(
+                    conversationId: try id(), userId: try container.decode(String.self, forKey: .userId),
+                    seq: try container.decode(Int64.self, forKey: .seq),
+                    unreadCount: try container.decode(Int64.self, forKey: .unreadCount), cursor: cursor)
+            } else {
+                self = .read(
+                    conversationId: try id(), userId: try container.decode(String.self, forKey: .userId),
+                    seq: try container.decode(Int64.self, forKey: .seq))
+            }
         case "typing":
             self = .typing(conversationId: try id(), userId: try container.decode(String.self, forKey: .userId))
         case "member_removed":
-            self = .memberRemoved(conversationId: try id())
+            if let cursor = try container.decodeIfPresent(String.self, forKey: .cursor) {
+                self = .inboxMemberRemoved(conversationId: try id(), cursor: cursor)
+            } else {
+                self = .memberRemoved(conversationId: try id())
+            }
         case "error":
             self = .error(
                 code: try container.decode(APIErrorCode.self, forKey: .code),
@@ -196,7 +247,21 @@ public enum ServerFrame: Codable, Sendable, Equatable {
                 ref: try container.decodeIfPresent(String.self, forKey: .ref),
                 retryAfter: try container.decodeIfPresent(Int.self, forKey: .retryAfter))
         case "resync_required":
-            self = .resyncRequired(conversationId: try id(), lastSeq: try container.decode(Int64.self, forKey: .lastSeq))
+            if container.contains(.conversationId) {
+                self = .resyncRequired(
+                    conversationId: try id(), lastSeq: try container.decode(Int64.self, forKey: .lastSeq))
+            } else {
+                self = .inboxResyncRequired(cursor: try container.decode(String.self, forKey: .cursor))
+            }
+        case "inbox_subscribed":
+            self = .inboxSubscribed(cursor: try container.decode(String.self, forKey: .cursor))
+        case "conversation_activity":
+            self = .conversationActivity(
+                try InboxActivity(from: decoder), cursor: try container.decode(String.self, forKey: .cursor))
+        case "member_added":
+            self = .memberAdded(
+                try container.decode(Conversation.self, forKey: .conversation),
+                cursor: try container.decode(String.self, forKey: .cursor))
         case "pong":
             self = .pong
         default:
@@ -235,9 +300,96 @@ public enum ServerFrame: Codable, Sendable, Equatable {
         case .resyncRequired(let id, let lastSeq):
             try container.encode(id.lowercased, forKey: .conversationId)
             try container.encode(lastSeq, forKey: .lastSeq)
+        case .inboxSubscribed(let cursor), .inboxResyncRequired(let cursor):
+            try container.encode(cursor, forKey: .cursor)
+        case .conversationActivity(let activity, let cursor):
+            try activity.encode(to: encoder)
+            try container.encode(cursor, forKey: .cursor)
+        case .memberAdded(let conversation, let cursor):
+            try container.encode(conversation, forKey: .conversation)
+            try container.encode(cursor, forKey: .cursor)
+        case .inboxRead(let id, let userId, let seq, let unreadCount, let cursor):
+            try container.encode(id.lowercased, forKey: .conversationId)
+            try container.encode(userId, forKey: .userId)
+            try container.encode(seq, forKey: .seq)
+            try container.encode(unreadCount, forKey: .unreadCount)
+            try container.encode(cursor, forKey: .cursor)
+        case .inboxMemberRemoved(let id, let cursor):
+            try container.encode(id.lowercased, forKey: .conversationId)
+            try container.encode(cursor, forKey: .cursor)
         case .pong:
             break
         }
+    }
+}
+
+/// One conversation's line in the caller's inbox after a change: what a
+/// conversation list shows of it, without its title and members (a
+/// `member_added` frame or `GET /v1/conversations/{id}` has those).
+public struct InboxActivity: Codable, Sendable, Equatable {
+    public var conversationId: UUID
+    /// The conversation's newest seq and version, and its place in the
+    /// list (see `Conversation.activity`).
+    public var lastSeq: Int64
+    public var version: Int64
+    public var activity: Int64
+    /// The caller's read marker and unread count (as in `Conversation`).
+    public var readSeq: Int64
+    public var unreadCount: Int64
+    /// The newest message, as a preview; nil while the conversation is empty.
+    public var lastMessage: Message?
+
+    public init(
+        conversationId: UUID, lastSeq: Int64, version: Int64, activity: Int64, readSeq: Int64, unreadCount: Int64,
+        lastMessage: Message?
+    ) {
+        self.conversationId = conversationId
+        self.lastSeq = lastSeq
+        self.version = version
+        self.activity = activity
+        self.readSeq = readSeq
+        self.unreadCount = unreadCount
+        self.lastMessage = lastMessage
+    }
+
+    /// The line of `conversation` in its member's list.
+    public init(_ conversation: Conversation) {
+        self.init(
+            conversationId: conversation.id, lastSeq: conversation.lastSeq, version: conversation.version,
+            activity: conversation.activity, readSeq: conversation.readSeq, unreadCount: conversation.unreadCount,
+            lastMessage: conversation.lastMessage)
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case conversationId = "conversation_id"
+        case lastSeq = "last_seq"
+        case version
+        case activity
+        case readSeq = "read_seq"
+        case unreadCount = "unread_count"
+        case lastMessage = "last_message"
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        conversationId = try container.decode(UUID.self, forKey: .conversationId)
+        lastSeq = try container.decode(Int64.self, forKey: .lastSeq)
+        version = try container.decode(Int64.self, forKey: .version)
+        activity = try container.decode(Int64.self, forKey: .activity)
+        readSeq = try container.decode(Int64.self, forKey: .readSeq)
+        unreadCount = try container.decode(Int64.self, forKey: .unreadCount)
+        lastMessage = try container.decodeIfPresent(Message.self, forKey: .lastMessage)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(conversationId.lowercased, forKey: .conversationId)
+        try container.encode(lastSeq, forKey: .lastSeq)
+        try container.encode(version, forKey: .version)
+        try container.encode(activity, forKey: .activity)
+        try container.encode(readSeq, forKey: .readSeq)
+        try container.encode(unreadCount, forKey: .unreadCount)
+        try container.encode(lastMessage, forKey: .lastMessage)
     }
 }
 
@@ -303,6 +455,56 @@ extension ServerFrame: JSONWritable {
             writer.uuid(id)
             writer.key("last_seq")
             writer.number(lastSeq)
+            writeType(to: &writer)
+        case .inboxSubscribed(let cursor):
+            writer.key("cursor")
+            writer.string(cursor)
+            writeType(to: &writer)
+        case .inboxResyncRequired(let cursor):
+            writer.key("cursor")
+            writer.string(cursor)
+            writeType(to: &writer)
+        case .conversationActivity(let line, let cursor):
+            writer.key("activity")
+            writer.number(line.activity)
+            writer.key("conversation_id")
+            writer.uuid(line.conversationId)
+            writer.key("cursor")
+            writer.string(cursor)
+            writer.key("last_message")
+            if let lastMessage = line.lastMessage { lastMessage.write(to: &writer) } else { writer.null() }
+            writer.key("last_seq")
+            writer.number(line.lastSeq)
+            writer.key("read_seq")
+            writer.number(line.readSeq)
+            writeType(to: &writer)
+            writer.key("unread_count")
+            writer.number(line.unreadCount)
+            writer.key("version")
+            writer.number(line.version)
+        case .memberAdded(let conversation, let cursor):
+            writer.key("conversation")
+            conversation.write(to: &writer)
+            writer.key("cursor")
+            writer.string(cursor)
+            writeType(to: &writer)
+        case .inboxRead(let id, let userId, let seq, let unreadCount, let cursor):
+            writer.key("conversation_id")
+            writer.uuid(id)
+            writer.key("cursor")
+            writer.string(cursor)
+            writer.key("seq")
+            writer.number(seq)
+            writeType(to: &writer)
+            writer.key("unread_count")
+            writer.number(unreadCount)
+            writer.key("user_id")
+            writer.string(userId)
+        case .inboxMemberRemoved(let id, let cursor):
+            writer.key("conversation_id")
+            writer.uuid(id)
+            writer.key("cursor")
+            writer.string(cursor)
             writeType(to: &writer)
         case .pong:
             writeType(to: &writer)

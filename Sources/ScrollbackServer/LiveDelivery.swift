@@ -89,8 +89,22 @@ public struct LiveDelivery: Service {
     private func catchUp() async {
         for await _ in hub.wakeUps {
             let requests = await hub.takeReads()
+            let inboxRequests = await hub.takeInboxReads()
             var failed = false
             await withTaskGroup(of: Bool.self) { group in
+                for request in inboxRequests {
+                    group.addTask { [store, hub] in
+                        do {
+                            let read = try await store.inbox(
+                                of: request.user, after: request.after, limit: APILimits.maxStreamBacklog)
+                            await hub.apply(read, for: request)
+                            return true
+                        } catch {
+                            await hub.retry(request)
+                            return false
+                        }
+                    }
+                }
                 for request in requests {
                     group.addTask { [store, hub, metrics] in
                         do {
@@ -124,6 +138,7 @@ public struct LiveDelivery: Service {
                 "live delivery",
                 metadata: [
                     "sockets": "\(statistics.sockets)", "subscriptions": "\(statistics.subscriptions)",
+                    "inboxes": "\(statistics.inboxes)",
                     "conversations": "\(statistics.conversations)", "queued_frames": "\(statistics.queuedFrames)",
                     "queued_bytes": "\(statistics.queuedBytes)", "closed_too_slow": "\(statistics.closedTooSlow)",
                 ])

@@ -13,6 +13,7 @@ import ScrollbackStore
 /// queue (`OutboundQueue`), and each socket's writer drains its own.
 actor LiveHub {
     private var routing = LiveRouting()
+    private var inbox = InboxRouting()
     private var sockets: [Int: StreamSocket] = [:]
     private var shuttingDown = false
     /// Wakes the catch-up worker when a conversation is marked for a read.
@@ -49,6 +50,7 @@ actor LiveHub {
     func disconnect(_ socket: StreamSocket) {
         sockets[socket.id] = nil
         routing.disconnect(socket: socket.id)
+        inbox.remove(socket: socket.id)
     }
 
     /// Every socket is asked to close with 1001 once the frame it is
@@ -80,10 +82,43 @@ actor LiveHub {
         routing.unsubscribe(socket: socket.id, from: id)
     }
 
+    // MARK: Inboxes
+
+    /// An inbox subscription in its pending phase (see `InboxRouting`).
+    func registerInbox(_ socket: StreamSocket, user: UserID) {
+        guard sockets[socket.id] != nil else { return }
+        inbox.register(socket: socket.id, user: user)
+    }
+
+    /// Makes a pending inbox subscription live with its own snapshot.
+    func activateInbox(_ socket: StreamSocket, after: InboxCursor?, snapshot: InboxRead) {
+        perform(inbox.activate(socket: socket.id, after: after, snapshot: snapshot))
+    }
+
+    func unsubscribeInbox(_ socket: StreamSocket) {
+        inbox.remove(socket: socket.id)
+    }
+
+    typealias InboxReadRequest = InboxRouting.ReadRequest
+
+    /// The users whose inboxes are marked for a read; call it on each of `wakeUps`.
+    func takeInboxReads() -> [InboxReadRequest] {
+        inbox.takeReads()
+    }
+
+    func apply(_ read: InboxRead, for request: InboxReadRequest) {
+        perform(inbox.apply(read, for: request))
+    }
+
+    func retry(_ request: InboxReadRequest) {
+        perform(inbox.retry(request))
+    }
+
     // MARK: The change feed
 
     func handle(_ signal: FeedSignal) {
         perform(routing.handle(signal, at: .now))
+        perform(inbox.handle(signal))
     }
 
     // MARK: Reads, for the catch-up worker
@@ -112,8 +147,16 @@ actor LiveHub {
     }
 
     private func perform(_ effects: LiveRouting.Effects) {
-        for send in effects.sends { sockets[send.socket]?.send(send.frame) }
-        if !effects.reads.isEmpty { wakeWorker.yield() }
+        perform(effects.sends, reading: !effects.reads.isEmpty)
+    }
+
+    private func perform(_ effects: InboxRouting.Effects) {
+        perform(effects.sends, reading: !effects.reads.isEmpty)
+    }
+
+    private func perform(_ sends: [LiveRouting.Send], reading: Bool) {
+        for send in sends { sockets[send.socket]?.send(send.frame) }
+        if reading { wakeWorker.yield() }
     }
 
     /// Sockets, subscriptions and what waits in the queues, for the log.
@@ -125,6 +168,7 @@ actor LiveHub {
             statistics.queuedBytes += depth.bytes
         }
         statistics.subscriptions = routing.subscriptionCount
+        statistics.inboxes = inbox.subscriptionCount
         statistics.conversations = routing.conversationCount
         return statistics
     }
@@ -142,6 +186,7 @@ struct ServerFrameBytes: Sendable {
 struct LiveStatistics: Sendable, Equatable {
     var sockets = 0
     var subscriptions = 0
+    var inboxes = 0
     var conversations = 0
     var queuedFrames = 0
     var queuedBytes = 0

@@ -72,6 +72,7 @@ struct LiveMetrics: Sendable {
         case .changed: "message"
         case .read: "read"
         case .memberRemoved: "member_removed"
+        case .memberAdded: "member_added"
         case .typing: "typing"
         }
     }

@@ -357,6 +357,8 @@ struct LiveRouting {
             for socket in others.keys { effects.sends.append(Send(socket: socket, frame: frame)) }
         case .memberRemoved(let id, let user):
             endSubscriptions(in: id, &effects) { _, subscription in subscription.user == user }
+        case .memberAdded:
+            break  // for inboxes; a subscriber is a member already
         }
     }
 

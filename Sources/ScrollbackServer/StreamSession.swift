@@ -142,6 +142,11 @@ struct StreamSession {
                 try await subscribe(socket, user: user, to: id, after: afterSeq)
             case .unsubscribe(let id):
                 await live.hub.unsubscribe(socket, from: id)
+            case .subscribeInbox(let after):
+                try limiter.check(.subscribe, for: user)
+                try await subscribeInbox(socket, user: user, after: after)
+            case .unsubscribeInbox:
+                await live.hub.unsubscribeInbox(socket)
             case .send(let id, let body, let clientID):
                 do {
                     let body = try Validation.messageBody(body)
@@ -190,6 +195,27 @@ struct StreamSession {
         }
     }
 
+    /// Makes the socket's inbox live: pending in the hub first, so nothing
+    /// read meanwhile is missed, then the socket's own snapshot, with what
+    /// changed since `after`.
+    private func subscribeInbox(_ socket: StreamSocket, user: UserID, after: String?) async throws {
+        let cursor = try after.map { text in
+            guard let cursor = InboxCursor(text) else {
+                throw APIError.unprocessable(
+                    .invalidField, "Field `after` must be the `cursor` of an earlier inbox frame (a decimal number).")
+            }
+            return cursor
+        }
+        await live.hub.registerInbox(socket, user: user)
+        do {
+            let snapshot = try await store.inbox(of: user, after: cursor, limit: APILimits.maxStreamBacklog)
+            await live.hub.activateInbox(socket, after: cursor, snapshot: snapshot)
+        } catch {
+            await live.hub.unsubscribeInbox(socket)
+            throw error
+        }
+    }
+
     /// An error frame with the code and message HTTP would answer with.
     private func send(_ error: any Error, ref: String?, to socket: StreamSocket) {
         let apiError: APIError
@@ -210,7 +236,7 @@ extension ClientFrame {
         switch self {
         case .subscribe(let id, _), .unsubscribe(let id), .send(let id, _, _), .read(let id, _), .typing(let id):
             id.uuidString.lowercased()
-        case .auth, .ping:
+        case .auth, .ping, .subscribeInbox, .unsubscribeInbox:
             nil
         }
     }

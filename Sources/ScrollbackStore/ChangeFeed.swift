@@ -15,6 +15,8 @@ public enum FeedEvent: Sendable, Equatable {
     case read(conversation: UUID, user: UserID, seq: Int64)
     /// A member left or was removed.
     case memberRemoved(conversation: UUID, user: UserID)
+    /// A user became a member (a new conversation, or an addition).
+    case memberAdded(conversation: UUID, user: UserID)
     /// A member is typing: sent, never stored.
     case typing(conversation: UUID, user: UserID)
 
@@ -41,6 +43,8 @@ public enum FeedEvent: Sendable, Equatable {
             self = .read(conversation: conversation, user: UserID(rawValue: String(parts[3])), seq: seq)
         case ("x", 3):
             self = .memberRemoved(conversation: conversation, user: UserID(rawValue: String(parts[2])))
+        case ("a", 3):
+            self = .memberAdded(conversation: conversation, user: UserID(rawValue: String(parts[2])))
         case ("t", 3):
             self = .typing(conversation: conversation, user: UserID(rawValue: String(parts[2])))
         default:
@@ -50,7 +54,9 @@ public enum FeedEvent: Sendable, Equatable {
 
     public var conversation: UUID {
         switch self {
-        case .changed(let id, _, _), .read(let id, _, _), .memberRemoved(let id, _), .typing(let id, _): id
+        case .changed(let id, _, _), .read(let id, _, _), .memberRemoved(let id, _), .memberAdded(let id, _),
+            .typing(let id, _):
+            id
         }
     }
 }

@@ -15,29 +15,30 @@ extension ScrollbackStore {
             """
             WITH c AS (
                 INSERT INTO conversations (title, created_by) VALUES (\(title), \(creator.rawValue))
-                RETURNING id, title, created_by, created_at, last_seq
+                RETURNING id, title, created_by, created_at, last_seq, version, activity
             ), m AS (
                 INSERT INTO members (conversation_id, user_id)
                 SELECT c.id, u FROM c, unnest(\(everyone)::text[]) AS u
-                RETURNING user_id
+                RETURNING user_id, \(unescaped: FeedEvent.notify("a", "conversation_id::text", "user_id"))
             )
-            SELECT c.id, c.title, c.created_by, c.created_at, c.last_seq,
+            SELECT c.id, c.title, c.created_by, c.created_at, c.last_seq, c.version, c.activity,
                    ARRAY(SELECT user_id FROM m ORDER BY user_id COLLATE "C")
             FROM c
             """,
             writes: true, as: .createConversation)
-        guard let (id, title, createdBy, createdAt, lastSeq, members) = try rows.first?.decode(
-            (UUID, String?, String, Date, Int64, [String]).self)
+        guard let (id, title, createdBy, createdAt, lastSeq, version, activity, members) = try rows.first?.decode(
+            (UUID, String?, String, Date, Int64, Int64, Int64, [String]).self)
         else { throw MalformedRow() }
         return Conversation(
-            id: id, title: title, createdBy: createdBy, createdAt: createdAt, lastSeq: lastSeq, members: members)
+            id: id, title: title, createdBy: createdBy, createdAt: createdAt, lastSeq: lastSeq, members: members,
+            version: version, activity: activity)
     }
 
     /// What a conversation looks like to the member `me`: with their read
     /// marker, unread count and the newest message as a preview. Selected from
     /// `members me JOIN conversations c LEFT JOIN messages lm`.
     static let conversationColumns = """
-        c.id, c.title, c.created_by, c.created_at, c.last_seq, c.activity,
+        c.id, c.title, c.created_by, c.created_at, c.last_seq, c.version, c.activity,
         ARRAY(SELECT user_id FROM members WHERE conversation_id = c.id ORDER BY user_id COLLATE "C") AS members,
         me.read_seq, \(unreadCount) AS unread_count,
         \(MessageRow.columns("lm"))
@@ -57,7 +58,7 @@ extension ScrollbackStore {
         LEFT JOIN messages lm ON lm.conversation_id = c.id AND lm.seq = c.last_seq
         """
 
-    static func decodeConversation(_ row: PostgresRow) throws -> (Conversation, activity: Int64) {
+    static func decodeConversation(_ row: PostgresRow) throws -> Conversation {
         let columns = row.makeRandomAccess()
         let id = try columns["id"].decode(UUID.self)
         let conversation = Conversation(
@@ -69,8 +70,9 @@ extension ScrollbackStore {
             members: try columns["members"].decode([String].self),
             readSeq: try columns["read_seq"].decode(Int64.self),
             unreadCount: try columns["unread_count"].decode(Int64.self),
-            lastMessage: try MessageRow.decode(columns, alias: "lm", conversation: id))
-        return (conversation, try columns["activity"].decode(Int64.self))
+            lastMessage: try MessageRow.decode(columns, alias: "lm", conversation: id),
+            version: try columns["version"].decode(Int64.self), activity: try columns["activity"].decode(Int64.self))
+        return conversation
     }
 
     /// The conversation, if `user` is a member.
@@ -83,7 +85,7 @@ extension ScrollbackStore {
             """,
             writes: false, as: .conversation)
         guard let row = rows.first else { throw StoreError.conversationNotFound }
-        return try Self.decodeConversation(row).0
+        return try Self.decodeConversation(row)
     }
 
     /// A page of the user's conversations, most recently active first, after
@@ -123,13 +125,12 @@ extension ScrollbackStore {
             """,
             writes: false, as: .conversations)
         var passed = (count: position.count, digest: position.digest)
-        var page: [(Conversation, activity: Int64, hash: Int64)] = []
+        var page: [(Conversation, hash: Int64)] = []
         for row in rows {
             let columns = row.makeRandomAccess()
             passed = (try columns["passed_count"].decode(Int64.self), try columns["passed_digest"].decode(Int64.self))
             guard try columns["id"].decode(UUID?.self) != nil else { continue }
-            let (conversation, activity) = try Self.decodeConversation(row)
-            page.append((conversation, activity, try columns["id_hash"].decode(Int64.self)))
+            page.append((try Self.decodeConversation(row), try columns["id_hash"].decode(Int64.self)))
         }
         let activityChanged = passed != (position.count, position.digest)
         // At most `limit` conversations, and fewer when their members and
@@ -139,7 +140,7 @@ extension ScrollbackStore {
         page.removeLast(page.count - kept)
         let next = page.last.map { last in
             ConversationListPosition(
-                mark: last.activity, count: passed.count + Int64(page.count),
+                mark: last.0.activity, count: passed.count + Int64(page.count),
                 digest: page.reduce(passed.digest) { $0 ^ $1.hash })
         }
         return ConversationListPage(
@@ -155,7 +156,9 @@ extension ScrollbackStore {
             WITH c AS (
                 SELECT last_seq FROM conversations WHERE id = \(id)
             ), moved AS (
-                UPDATE members SET read_seq = GREATEST(read_seq, \(seq))
+                UPDATE members
+                SET read_seq = GREATEST(read_seq, \(seq)),
+                    changed_xid = CASE WHEN \(seq) > read_seq THEN pg_current_xact_id() ELSE changed_xid END
                 WHERE conversation_id = \(id) AND user_id = \(user.rawValue) AND \(seq) <= (SELECT last_seq FROM c)
                 RETURNING conversation_id, user_id, read_seq,
                           \(unescaped: FeedEvent.notify("r", "conversation_id::text", "read_seq::text", "user_id"))
@@ -189,7 +192,7 @@ extension ScrollbackStore {
                     SELECT \(id), \(user.rawValue)
                     WHERE (SELECT count(*) FROM members WHERE conversation_id = \(id)) < \(Self.memberLimit)
                     ON CONFLICT (conversation_id, user_id) DO NOTHING
-                    RETURNING user_id
+                    RETURNING user_id, \(unescaped: FeedEvent.notify("a", "conversation_id::text", "user_id"))
                 )
                 SELECT (SELECT count(*) FROM ins),
                        EXISTS (SELECT 1 FROM members WHERE conversation_id = \(id) AND user_id = \(user.rawValue))
@@ -224,8 +227,17 @@ extension ScrollbackStore {
             }
             let rows = try await connection.query(
                 """
-                DELETE FROM members WHERE conversation_id = \(id) AND user_id = \(user.rawValue)
-                RETURNING user_id, \(unescaped: FeedEvent.notify("x", "conversation_id::text", "user_id"))
+                WITH removed AS (
+                    DELETE FROM members WHERE conversation_id = \(id) AND user_id = \(user.rawValue)
+                    RETURNING conversation_id, user_id,
+                              \(unescaped: FeedEvent.notify("x", "conversation_id::text", "user_id"))
+                ), recorded AS (
+                    INSERT INTO member_removals (user_id, conversation_id)
+                    SELECT user_id, conversation_id FROM removed
+                    ON CONFLICT (user_id, conversation_id) DO UPDATE
+                    SET removed_xid = pg_current_xact_id(), removed_change = nextval('membership_change')
+                )
+                SELECT user_id FROM removed
                 """,
                 logger: logger
             ).collect()

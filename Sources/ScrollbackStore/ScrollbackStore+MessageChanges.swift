@@ -76,7 +76,7 @@ extension ScrollbackStore {
                   AND EXISTS (SELECT 1 FROM member)
                 FOR UPDATE OF m
             ), c AS (
-                UPDATE conversations SET version = version + 1
+                UPDATE conversations SET version = version + 1, changed_xid = pg_current_xact_id()
                 WHERE id = \(id) AND EXISTS (SELECT 1 FROM target)
                 RETURNING version, \(unescaped: FeedEvent.notify("u", "id::text", "\(seq)", "version::text"))
             )

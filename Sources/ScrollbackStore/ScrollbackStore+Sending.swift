@@ -53,7 +53,7 @@ extension ScrollbackStore {
 /// inserts the message with the conversation's next seq and version, and
 /// notifies the change feed (delivered at commit).
 struct SendStatement: PostgresPreparedStatement {
-    static let name = "scrollback_send_v2"
+    static let name = "scrollback_send_v3"
     static let sql = """
         WITH conv AS (
             SELECT id, last_seq, version FROM conversations WHERE id = $1
@@ -77,7 +77,8 @@ struct SendStatement: PostgresPreparedStatement {
             RETURNING m.*
         ), bump AS (
             UPDATE conversations c
-            SET last_seq = ins.seq, version = ins.version, activity = nextval('conversation_activity')
+            SET last_seq = ins.seq, version = ins.version, activity = nextval('conversation_activity'),
+                changed_xid = pg_current_xact_id()
             FROM ins WHERE c.id = ins.conversation_id
             RETURNING c.id, \(FeedEvent.notify("m", "c.id::text", "ins.seq::text", "ins.version::text"))
         )

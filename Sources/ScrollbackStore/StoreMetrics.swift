@@ -21,6 +21,7 @@ public enum StatementName: String, CaseIterable, Sendable {
     case changeMessage = "change_message"
     case diagnoseChange = "diagnose_change"
     case feed
+    case inbox
     case typing
     case migrate
 }

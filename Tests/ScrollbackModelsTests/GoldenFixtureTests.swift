@@ -107,6 +107,9 @@ struct Golden: Sendable, CustomTestStringConvertible {
             ClientFrame.send(conversationId: Values.conversationID, body: "On my way", clientId: "c-7f3a")),
         Golden("client_frame_read", ClientFrame.read(conversationId: Values.conversationID, seq: 41)),
         Golden("client_frame_typing", ClientFrame.typing(conversationId: Values.conversationID)),
+        Golden("client_frame_subscribe_inbox", ClientFrame.subscribeInbox(after: "1048576")),
+        Golden("client_frame_subscribe_inbox_live", ClientFrame.subscribeInbox(after: nil)),
+        Golden("client_frame_unsubscribe_inbox", ClientFrame.unsubscribeInbox),
         Golden("client_frame_ping", ClientFrame.ping),
         Golden(
             "server_frame_subscribed", ServerFrame.subscribed(conversationId: Values.conversationID, lastSeq: 42, version: 44)),
@@ -128,6 +131,19 @@ struct Golden: Sendable, CustomTestStringConvertible {
                 code: .rateLimited, message: "You are sending too fast: retry in 2 s.", ref: "c-7f3a", retryAfter: 2)),
         Golden(
             "server_frame_resync_required", ServerFrame.resyncRequired(conversationId: Values.conversationID, lastSeq: 1042)),
+        Golden("server_frame_inbox_subscribed", ServerFrame.inboxSubscribed(cursor: "1048576")),
+        Golden(
+            "server_frame_conversation_activity",
+            ServerFrame.conversationActivity(InboxActivity(Values.conversation), cursor: "1048576")),
+        Golden("server_frame_member_added", ServerFrame.memberAdded(Values.emptyConversation, cursor: "1048576")),
+        Golden(
+            "server_frame_inbox_read",
+            ServerFrame.inboxRead(
+                conversationId: Values.conversationID, userId: "alice", seq: 42, unreadCount: 0, cursor: "1048576")),
+        Golden(
+            "server_frame_inbox_member_removed",
+            ServerFrame.inboxMemberRemoved(conversationId: Values.conversationID, cursor: "1048576")),
+        Golden("server_frame_inbox_resync_required", ServerFrame.inboxResyncRequired(cursor: "1048576")),
         Golden("server_frame_pong", ServerFrame.pong),
     ]
 }
@@ -161,10 +177,10 @@ enum Values {
 
     static let conversation = Conversation(
         id: conversationID, title: "Trip", createdBy: "alice", createdAt: createdAt, lastSeq: 42,
-        members: ["alice", "bob"], readSeq: 40, unreadCount: 1, lastMessage: message)
+        members: ["alice", "bob"], readSeq: 40, unreadCount: 1, lastMessage: message, version: 44, activity: 9120)
     static let emptyConversation = Conversation(
         id: UUID(uuidString: "00000000-0000-4000-8000-000000000001")!, title: nil, createdBy: "bob",
-        createdAt: createdAt, lastSeq: 0, members: ["bob"])
+        createdAt: createdAt, lastSeq: 0, members: ["bob"], activity: 9118)
 
     static let layoutRequest = LayoutRequest(
         viewportHeight: 640, itemHeights: [100, 50.5], spacing: 10, topInset: 4, bottomInset: 6, scrollOffset: 0,

@@ -462,7 +462,9 @@ private func describe(_ frame: ServerFrame) -> String {
     case .typing(_, let user): "typing \(user)"
     case .memberRemoved: "member_removed"
     case .resyncRequired(_, let lastSeq): "resync \(lastSeq)"
-    case .ack, .error, .pong: "\(frame)"
+    case .ack, .error, .pong, .inboxSubscribed, .conversationActivity, .memberAdded, .inboxRead, .inboxMemberRemoved,
+        .inboxResyncRequired:
+        "\(frame)"
     }
 }
 
@@ -473,7 +475,9 @@ extension ServerFrame {
             .resyncRequired(let id, _):
             id
         case .message(let message), .messageUpdated(let message): message.conversationId
-        case .ack, .error, .pong: nil
+        case .ack, .error, .pong, .inboxSubscribed, .conversationActivity, .memberAdded, .inboxRead,
+            .inboxMemberRemoved, .inboxResyncRequired:
+            nil
         }
     }
 }

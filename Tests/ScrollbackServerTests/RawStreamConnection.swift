@@ -38,7 +38,10 @@ enum RawStreamConnection {
     private static func parse(_ bytes: ByteBuffer) throws -> Reply {
         let all = Array(bytes.readableBytesView)
         let separator: [UInt8] = Array("\r\n\r\n".utf8)
-        guard let end = (0...max(0, all.count - separator.count)).first(where: { all[$0..<$0 + separator.count].elementsEqual(separator) })
+        guard all.count >= separator.count,
+            let end = (0...(all.count - separator.count)).first(where: {
+                all[$0..<$0 + separator.count].elementsEqual(separator)
+            })
         else { throw RawStreamError.noResponseHead(String(decoding: all, as: UTF8.self)) }
         let head = String(decoding: all[..<end], as: UTF8.self)
         var rest = all[(end + separator.count)...]
