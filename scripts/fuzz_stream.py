@@ -13,7 +13,9 @@ answers with until its `pong` are compared with what docs/protocol.md
 promises for that frame (an `error` with its code and `ref`, `subscribed`,
 `ack`, ...), or the socket must close with the documented code. Live events
 (`message`, `typing`, `read`, ...) may arrive at any time, but only for a
-conversation the socket is subscribed to, in seq order with no gap. User C
+conversation the socket is subscribed to, in seq order with no gap; inbox
+frames (`conversation_activity`, and `read` with a `cursor`) only after
+`subscribe_inbox`, and only of the user's own conversation. User C
 keeps writing private messages into a conversation of its own meanwhile;
 nothing of it (its id, its bodies) may reach a socket of A or B, except the
 `ref` of an `error` that answers a frame naming that id.
@@ -66,9 +68,12 @@ ANSWER_SECONDS = 15.0
 CLOSE_SECONDS = 15.0
 
 SERVER_TYPES = {"subscribed", "message", "message_updated", "ack", "read", "typing",
-                "member_removed", "error", "resync_required", "pong"}
+                "member_removed", "error", "resync_required", "pong",
+                "inbox_subscribed", "conversation_activity", "member_added"}
 LIVE_TYPES = {"message", "message_updated", "read", "typing", "member_removed", "resync_required"}
-CLIENT_TYPES = ["auth", "subscribe", "unsubscribe", "send", "read", "typing", "ping"]
+INBOX_TYPES = {"conversation_activity", "member_added"}   # and read, member_removed, resync_required with a cursor
+CLIENT_TYPES = ["auth", "subscribe", "unsubscribe", "send", "read", "typing", "subscribe_inbox",
+                "unsubscribe_inbox", "ping"]
 
 OP_CONT, OP_TEXT, OP_BINARY, OP_CLOSE, OP_PING, OP_PONG = 0x0, 0x1, 0x2, 0x8, 0x9, 0xA
 
@@ -295,6 +300,7 @@ class Checker:
         self.subscriptions: dict[str, Subscription] = {}
         self.problems: list[str] = []
         self.plant_leak = False
+        self.inbox = False   # `inbox_subscribed` received (and no unsubscribe_inbox since)
 
     def leak(self, text: str, frame) -> str | None:
         """The private conversation's id or bodies in a frame for A or B."""
@@ -331,6 +337,11 @@ class Checker:
         self.stats.answers[kind] += 1
         if kind == "error":
             self.stats.answers[f"error {frame.get('code')}"] += 1
+        if kind in INBOX_TYPES or (kind in LIVE_TYPES and "cursor" in frame):
+            self.inbox_event(frame)
+            return
+        if kind == "inbox_subscribed":
+            self.inbox = True
         if kind in LIVE_TYPES:
             self.live_event(frame)
             return
@@ -340,6 +351,27 @@ class Checker:
                 after = self.pending.pop(conversation)
                 self.subscriptions[conversation] = Subscription(frame.get("last_seq", 0), after)
         self.replies.append(frame)
+
+    def inbox_event(self, frame: dict) -> None:
+        kind = frame["type"]
+        if not self.inbox:
+            self.problems.append(f"{summarize(frame)} of an inbox this socket did not subscribe to")
+            return
+        if not isinstance(frame.get("cursor"), str) or not frame["cursor"].isdigit():
+            self.problems.append(f"{summarize(frame)} without a decimal cursor")
+        if kind == "resync_required":
+            return  # a cursor that is not one of this database's
+        if kind == "member_added":
+            # Resuming from a cursor before the user joined.
+            conversation = (frame.get("conversation") or {}).get("id")
+        else:
+            conversation = frame.get("conversation_id")
+        if conversation != self.fixture.shared:
+            self.problems.append(f"inbox {kind} of {conversation}, which is not {self.user_id}'s conversation")
+        if kind == "member_removed":
+            self.problems.append(f"inbox member_removed for {conversation}: nobody was removed")
+        if kind == "read" and frame.get("user_id") != self.user_id:
+            self.problems.append(f"an inbox read of another user: {frame.get('user_id')}")
 
     def live_event(self, frame: dict) -> None:
         kind = frame["type"]
@@ -441,7 +473,7 @@ class Generator:
 
     def valid(self) -> tuple[dict, Step]:
         kind = self.rng.choice(["ping", "subscribe", "subscribe", "unsubscribe", "send", "send", "send",
-                                "read", "typing", "auth"])
+                                "read", "typing", "auth", "subscribe_inbox", "unsubscribe_inbox"])
         return getattr(self, f"valid_{kind}")()
 
     def valid_ping(self):
@@ -470,6 +502,27 @@ class Generator:
             step = Step(f"subscribe {which}", f"subscribe {which} after {after}", [],
                         [Reply("error", "conversation_not_found", ref=conversation)])
         return frame, step
+
+    def valid_subscribe_inbox(self):
+        roll = self.rng.random()
+        if roll < 0.4:
+            after = None
+        elif roll < 0.8:
+            after = str(self.rng.choice([0, 1, self.rng.getrandbits(20), 2**64 - 1]))
+        else:
+            after = self.rng.choice(["", "-1", "12a", "1e3", " 7", "9" * 21])
+        frame = {"type": "subscribe_inbox"}
+        if after is not None:
+            frame["after"] = after
+        if after is None or after.isdigit() and len(after) <= 20 and int(after) < 2**64:
+            return frame, Step("subscribe_inbox", f"subscribe_inbox after {after!r}", [],
+                               [Reply("inbox_subscribed")], effect=("inbox",))
+        return frame, Step("subscribe_inbox bad", f"subscribe_inbox after {after!r}", [],
+                           [Reply("error", "invalid_field", ref=None)])
+
+    def valid_unsubscribe_inbox(self):
+        return {"type": "unsubscribe_inbox"}, Step("unsubscribe_inbox", "unsubscribe_inbox", [], [],
+                                                   effect=("uninbox",))
 
     def valid_unsubscribe(self):
         which, conversation = self.conversation()
@@ -624,11 +677,18 @@ class Generator:
             if step.effect:
                 step.effect = step.effect[:2] + (None,)
             return self.with_frame(frame, step)
+        if key == "after" and wrong is None:
+            return self.with_frame(frame, self.inbox_from_now("wrong type", "subscribe_inbox after null"))
         # A number that is not whole does not fit an integer field: the frame
         # is invalid JSON as a whole, like any number out of range.
         code = "invalid_json" if isinstance(wrong, float) and isinstance(value, int) else "invalid_field"
         return self.with_frame(frame, Step("wrong type", f"{frame.get('type')!r}: {key} = {compact(wrong)}", [],
                                            [Reply("error", code, ref=None)]))
+
+    @staticmethod
+    def inbox_from_now(category: str, note: str) -> Step:
+        """`after` is optional: without it the inbox is live from now on."""
+        return Step(category, note, [], [Reply("inbox_subscribed")], effect=("inbox",))
 
     def fuzz_missing_field(self) -> Step:
         frame, step = self.valid()
@@ -640,6 +700,8 @@ class Generator:
             if step.effect:
                 step.effect = step.effect[:2] + (None,)
             return self.with_frame(frame, step)
+        if key == "after":
+            return self.with_frame(frame, self.inbox_from_now("missing field", "subscribe_inbox without after"))
         if key == "type":
             return self.with_frame(frame, Step("missing field", "without type", [],
                                                [Reply("error", "invalid_field", ref=None)]))
@@ -1030,6 +1092,9 @@ class Connection:
     def apply(self, step: Step):
         if not step.effect:
             return
+        if step.effect[0] == "uninbox":
+            # Every inbox frame queued before the unsubscribe came before the barrier's pong.
+            self.checker.inbox = False
         if step.effect[0] == "unsubscribe":
             self.checker.subscriptions.pop(step.effect[1], None)
         if step.effect[0] == "sent":
