@@ -191,6 +191,27 @@ import Testing
         }
     }
 
+    /// The live stream ends with an error, instead of reconnecting for
+    /// ever, for a conversation the user cannot see and for a token the
+    /// server refuses on every connection.
+    @Test func liveEndsForAConversationNotVisibleAndForATokenRefusedEveryTime() async throws {
+        try await LiveCluster.run { cluster in
+            let id = try await Self.client(cluster, "alice").createConversation().id
+            await #expect(throws: ScrollbackError.notFound(code: .conversationNotFound, message: "No conversation with this id is visible to you: it does not exist or you are not a member.")) {
+                for try await _ in Self.client(cluster, "mallory").live(conversation: id, after: 0) {}
+            }
+            let forged = ScrollbackClient(
+                baseURL: cluster.instances[0].baseURL, retry: RetryPolicy(initialDelay: .milliseconds(10)),
+                token: { "not-a-token" })
+            do {
+                for try await _ in forged.live(conversation: id, after: 0) {}
+                Issue.record("the stream with a refused token ended without an error")
+            } catch let error as ScrollbackError {
+                guard case .unauthorized = error else { throw error }
+            }
+        }
+    }
+
     /// A connection accepted but never answered (a server stopping, a
     /// proxy whose backend is gone) is given up and tried again.
     @Test func liveGivesUpAConnectionThatNeverAnswersItsUpgrade() async throws {
