@@ -1,7 +1,6 @@
 import Foundation
 import Logging
 import NIOConcurrencyHelpers
-import NIOCore
 import ScrollbackModels
 import WSClient
 
@@ -17,7 +16,7 @@ public enum LiveEvent: Sendable, Equatable {
     case read(userId: String, seq: Int64)
     case typing(userId: String)
     /// The socket is subscribed and caught up (after each reconnect too).
-    case connected(lastSeq: Int64)
+    case connected(lastSeq: Int64, version: Int64)
     /// The socket was lost (reported once per loss); the stream reconnects by itself.
     case disconnected(reason: String)
     /// The user was removed from the conversation; the stream ends.
@@ -28,13 +27,15 @@ extension ScrollbackClient {
     /// The live events of a conversation, from after `seq` (nil: from now),
     /// reconnecting with backoff and jitter until the sequence is dropped or
     /// the task is cancelled. It ends with an error only for a conversation
-    /// the user cannot see, or a token the server refuses.
+    /// the user cannot see, or a token the server refuses (a fresh one from
+    /// the provider, twice in a row; one that expires on a live socket is
+    /// replaced on the next connection).
     public func live(conversation id: UUID, after seq: Int64? = nil) -> AsyncThrowingStream<LiveEvent, any Error> {
         AsyncThrowingStream { continuation in
             let task = Task {
-                var state = LiveState(lastSeq: seq)
+                var live = LiveProtocol(conversationId: id, after: seq, retry: retry, subscribeTimeout: subscribeTimeout)
                 do {
-                    try await runLive(id, state: &state, emit: { continuation.yield($0) })
+                    try await run(&live, emit: { continuation.yield($0) })
                     continuation.finish()
                 } catch {
                     continuation.finish(throwing: error)
@@ -44,278 +45,176 @@ extension ScrollbackClient {
         }
     }
 
-    /// Where a live stream stands, kept across reconnects.
-    struct LiveState: Sendable {
-        /// The last message delivered.
-        var lastSeq: Int64?
-        /// The version of the last `subscribed`: changes after it that were
-        /// not seen live are fetched after a reconnect.
-        var subscribedVersion: Int64?
-        /// The highest version delivered while connected.
-        var seenVersion: Int64 = 0
-        var failures = 0
-        var ended = false
-        /// Subscribed on the current connection: its loss is reported once,
-        /// failed attempts to reconnect are not.
-        var isUp = false
-    }
-
     /// How long a new connection may take to be subscribed.
     private var subscribeTimeout: Duration { min(timeout, .seconds(10)) }
 
-    private func runLive(_ id: UUID, state: inout LiveState, emit: @escaping @Sendable (LiveEvent) -> Void) async throws {
+    /// Runs the steps of `live` until it finishes: sockets, timers and HTTP
+    /// fetches here, every decision in the protocol. Inputs are handled one
+    /// at a time; an HTTP fetch is awaited before the next frame is handled.
+    private func run(_ live: inout LiveProtocol, emit: (LiveEvent) -> Void) async throws {
+        let id = live.conversationId
+        let url = (baseURL.hasPrefix("https") ? "wss" : "ws") + baseURL.drop { $0 != ":" } + "/v1/stream"
+        let (events, inbox) = AsyncStream.makeStream(of: LiveSocket.Event.self)
+        var iterator = events.makeAsyncIterator()
+        var socket: LiveSocket?
+        var opened = 0
+        var timers: [LiveProtocol.Timer: Task<Void, Never>] = [:]
+        defer {
+            socket?.close()
+            for timer in timers.values { timer.cancel() }
+            inbox.finish()
+        }
+        // Answers of fetches (and the start) come before anything else that happened.
+        var answers: [LiveProtocol.Input] = [.start]
+        while true {
+            let input: LiveProtocol.Input
+            if !answers.isEmpty {
+                input = answers.removeFirst()
+            } else if Task.isCancelled {
+                input = .cancel
+            } else if let event = await iterator.next() {
+                // What an older socket still reports is not about this one.
+                if let number = event.socket, number != socket?.number { continue }
+                if case .timerFired(let timer) = event.input { timers[timer] = nil }
+                input = event.input
+            } else {
+                input = .cancel
+            }
+            for step in live.handle(input) {
+                switch step {
+                case .connect:
+                    socket?.close()
+                    socket = nil
+                    let bearer: String
+                    do {
+                        bearer = try await token()
+                    } catch {
+                        answers.append(.tokenUnavailable(reason: "\(error)"))
+                        continue
+                    }
+                    opened += 1
+                    socket = LiveSocket(number: opened, url: url, token: bearer, inbox: inbox)
+                case .send(let frame):
+                    await socket?.send(frame)
+                case .disconnect:
+                    socket?.close()
+                    socket = nil
+                case .fetchPage(let after, let limit):
+                    do {
+                        answers.append(.pageReceived(try await retrying { () async throws(ScrollbackError) in
+                            try await self.page(of: id, .after(after), limit: limit)
+                        }))
+                    } catch {
+                        answers.append(.fetchFailed(error))
+                    }
+                case .fetchChanges(let since, let limit):
+                    do {
+                        answers.append(.changesReceived(try await retrying { () async throws(ScrollbackError) in
+                            try await self.changes(in: id, since: since, limit: limit)
+                        }))
+                    } catch {
+                        answers.append(.fetchFailed(error))
+                    }
+                case .emit(let event):
+                    emit(event)
+                case .startTimer(let timer, let delay):
+                    timers[timer]?.cancel()
+                    timers[timer] = Task {
+                        guard (try? await Task.sleep(for: delay)) != nil else { return }
+                        inbox.yield(LiveSocket.Event(socket: nil, input: .timerFired(timer)))
+                    }
+                case .finish(let error):
+                    if let error { throw error }
+                    return
+                }
+            }
+        }
+    }
+}
+
+/// One socket of a live stream, run by a task of its own that reports what
+/// happens to it to the stream's inbox. Closing it gives it up at once: an
+/// upgrade that hangs (a server in the middle of shutting down, a proxy
+/// whose backend is gone), which WSClient's connect would wait on forever
+/// and the protocol's subscribe deadline gives up, is left to end with its
+/// connection, and sends and delivers nothing if it succeeds later.
+private final class LiveSocket: Sendable {
+    struct Event: Sendable {
+        /// The socket it is about; nil for a timer.
+        var socket: Int?
+        var input: LiveProtocol.Input
+    }
+
+    private enum Phase {
+        case connecting
+        case open(WebSocketOutboundWriter)
+        case closed
+    }
+
+    let number: Int
+    private let phase = NIOLockedValueBox(Phase.connecting)
+    private let task = NIOLockedValueBox<Task<Void, Never>?>(nil)
+
+    init(number: Int, url: String, token: String, inbox: AsyncStream<Event>.Continuation) {
+        self.number = number
         let logger = {
             var logger = Logger(label: "scrollback.client.live")
             logger.logLevel = .critical
             return logger
         }()
-        let url = (baseURL.hasPrefix("https") ? "wss" : "ws") + baseURL.drop { $0 != ":" } + "/v1/stream"
-        while !Task.isCancelled, !state.ended {
-            let bearer: String
-            do {
-                bearer = try await token()
-            } catch {
-                throw ScrollbackError.unauthorized(message: "The token provider failed: \(error)")
-            }
-            let box = StateBox(state)
-            let attempt = ConnectionAttempt()
-            do {
-                let close = try await attempt.run(upgradeTimeout: subscribeTimeout) {
-                    try await WebSocketClient.connect(
-                    url: url,
-                    configuration: .init(
-                        maxFrameSize: APILimits.maxStreamFrameBytes * 4,
-                        closeTimeout: .seconds(5), autoPing: .enabled(timePeriod: .seconds(30))),
-                    logger: logger
-                ) { inbound, outbound, _ in
-                    // An attempt given up while its upgrade hung may still
-                    // connect later: it must not deliver anything then.
-                    guard attempt.upgraded() else { return }
-                    // The token goes in the first frame rather than the
-                    // upgrade's header: a refusal then comes after the client
-                    // is reading, never together with the 101 (where a frame
-                    // and the server's FIN arriving at once can be lost).
-                    let auth = try ScrollbackJSON.encoder().encode(ClientFrame.auth(token: bearer))
-                    try await outbound.write(.text(String(decoding: auth, as: UTF8.self)))
-                    let after = box.value.lastSeq
-                    let subscribe = try ScrollbackJSON.encoder().encode(ClientFrame.subscribe(conversationId: id, afterSeq: after))
-                    try await outbound.write(.text(String(decoding: subscribe, as: UTF8.self)))
-                    try await withThrowingTaskGroup(of: Bool.self) { group in
-                        group.addTask {
-                            for try await message in inbound.messages(maxSize: APILimits.maxStreamFrameBytes * 4) {
-                                guard case .text(let text) = message,
-                                    let frame = try? ScrollbackJSON.decoder().decode(
-                                        ServerFrame.self, from: Data(text.utf8))
-                                else { continue }
-                                var current = box.value
-                                try await handle(frame, in: id, state: &current, emit: emit)
-                                box.value = current
-                                if current.ended { break }
-                            }
-                            return true
-                        }
-                        // A connection that is not subscribed in time (a server
-                        // still starting, a stalled database, a connection that
-                        // answers nothing) is dropped and tried again rather
-                        // than waited on forever.
-                        group.addTask {
-                            try await Task.sleep(for: subscribeTimeout)
-                            return false
-                        }
-                        while let readerEnded = try await group.next() {
-                            if readerEnded { break }
-                            if !box.value.isUp {
-                                throw ScrollbackError.transport(message: "Not subscribed within \(subscribeTimeout).")
-                            }
-                        }
-                        group.cancelAll()
-                    }
-                }
-                }
-                state = box.value
-                if let close, close.closeCode == .unknown(UInt16(StreamCloseCode.unauthorized)) {
-                    // The token expired: a fresh one from the provider on the next connection.
-                    state.failures = 0
-                }
-                if !state.ended { reportDown(&state, close?.reason ?? "connection closed", emit) }
-            } catch let error as ScrollbackError {
-                state = box.value
-                switch error {
-                case .notFound, .forbidden: throw error
-                default: reportDown(&state, error.localizedDescription, emit)
-                }
-            } catch {
-                state = box.value
-                reportDown(&state, "\(error)", emit)
-            }
-            guard !state.ended else { return }
-            state.failures += 1
-            try? await Task.sleep(for: retry.delay(afterFailure: state.failures))
-        }
-    }
-
-    private func reportDown(_ state: inout LiveState, _ reason: String, _ emit: (LiveEvent) -> Void) {
-        guard state.isUp else { return }
-        state.isUp = false
-        emit(.disconnected(reason: reason))
-    }
-
-    private func handle(
-        _ frame: ServerFrame, in id: UUID, state: inout LiveState, emit: @Sendable (LiveEvent) -> Void
-    ) async throws {
-        switch frame {
-        case .subscribed(_, let lastSeq, let version):
-            state.failures = 0
-            // Missed messages come from the backlog (or resync_required);
-            // missed edits of messages held before come from the change log.
-            if let since = state.subscribedVersion, since < version {
-                try await catchUpChanges(id, since: since, through: state.lastSeq ?? lastSeq, state: &state, emit: emit)
-            }
-            state.subscribedVersion = version
-            if state.lastSeq == nil { state.lastSeq = lastSeq }
-            state.isUp = true
-            emit(.connected(lastSeq: lastSeq))
-        case .message(let message):
-            try await deliver(message, in: id, state: &state, emit: emit)
-        case .messageUpdated(let message):
-            state.seenVersion = max(state.seenVersion, message.version)
-            if let last = state.lastSeq, message.seq <= last { emit(.updated(message)) }
-        case .read(_, let user, let seq):
-            emit(.read(userId: user, seq: seq))
-        case .typing(_, let user):
-            emit(.typing(userId: user))
-        case .memberRemoved:
-            state.ended = true
-            emit(.memberRemoved)
-        case .resyncRequired(_, let lastSeq):
-            try await fill(id, through: lastSeq, state: &state, emit: emit)
-        case .error(let code, let message, let ref, _):
-            if code == .conversationNotFound { throw ScrollbackError.notFound(code: code, message: message) }
-            if code == .unauthorized { throw ScrollbackError.unauthorized(message: message) }
-            // The subscription itself failed (the database was unavailable,
-            // say): reconnect and subscribe again, with backoff.
-            if !state.isUp, ref == id.wire {
-                throw ScrollbackError.unavailable(code: code, retryAfter: nil, message: message)
-            }
-        case .ack, .pong, .inboxSubscribed, .conversationActivity, .memberAdded, .inboxRead, .inboxMemberRemoved,
-            .inboxResyncRequired:
-            break  // not about this conversation's subscription
-        }
-    }
-
-    /// Delivers a message in seq order: a gap before it is filled over HTTP first.
-    private func deliver(
-        _ message: Message, in id: UUID, state: inout LiveState, emit: @Sendable (LiveEvent) -> Void
-    ) async throws {
-        state.seenVersion = max(state.seenVersion, message.version)
-        if let last = state.lastSeq {
-            guard message.seq > last else { return }
-            if message.seq > last + 1 { try await fill(id, through: message.seq - 1, state: &state, emit: emit) }
-        }
-        emit(.message(message))
-        state.lastSeq = message.seq
-    }
-
-    /// Pages over HTTP from the last delivered seq up to `through`.
-    private func fill(
-        _ id: UUID, through: Int64, state: inout LiveState, emit: @Sendable (LiveEvent) -> Void
-    ) async throws {
-        while let last = state.lastSeq, last < through {
-            let page = try await retrying { () async throws(ScrollbackError) in
-                try await self.page(of: id, .after(last), limit: APILimits.pageLimit.upperBound)
-            }
-            let newer = page.messages.filter { $0.seq > last && $0.seq <= through }.sorted { $0.seq < $1.seq }
-            guard !newer.isEmpty else { return }
-            for message in newer {
-                emit(.message(message))
-                state.lastSeq = message.seq
-                state.seenVersion = max(state.seenVersion, message.version)
-            }
-        }
-    }
-
-    /// The edits and deletions made while away to messages already delivered.
-    private func catchUpChanges(
-        _ id: UUID, since: Int64, through: Int64, state: inout LiveState, emit: @Sendable (LiveEvent) -> Void
-    ) async throws {
-        var version = since
-        while true {
-            let from = version
-            let changes = try await retrying { () async throws(ScrollbackError) in
-                try await self.changes(in: id, since: from, limit: APILimits.changesLimit.upperBound)
-            }
-            for message in changes.messages where message.seq <= through && message.version > state.seenVersion {
-                emit(.updated(message))
-            }
-            state.seenVersion = max(state.seenVersion, changes.version)
-            guard changes.hasMore, changes.version > version else { return }
-            version = changes.version
-        }
-    }
-}
-
-/// One connection attempt of a live stream. WSClient's connect has no
-/// timeout of its own, and a connection that was accepted but never answers
-/// its upgrade (a server in the middle of shutting down, a proxy whose
-/// backend is gone) would wait forever: past `upgradeTimeout` without an
-/// upgrade the attempt is given up (its task is left to end with its
-/// connection) and the stream tries again.
-private final class ConnectionAttempt: Sendable {
-    private enum Phase { case connecting, upgraded, abandoned }
-    private let phase = NIOLockedValueBox(Phase.connecting)
-
-    /// Called when the upgrade succeeded; false if the attempt was given up.
-    func upgraded() -> Bool {
-        phase.withLockedValue { phase in
-            guard phase == .connecting else { return false }
-            phase = .upgraded
-            return true
-        }
-    }
-
-    private func abandon() -> Bool {
-        phase.withLockedValue { phase in
-            guard phase == .connecting else { return false }
-            phase = .abandoned
-            return true
-        }
-    }
-
-    func run<T: Sendable>(upgradeTimeout: Duration, _ connect: @escaping @Sendable () async throws -> T) async throws -> T {
-        let once = NIOLockedValueBox<CheckedContinuation<T, any Error>?>(nil)
-        return try await withCheckedThrowingContinuation { continuation in
-            once.withLockedValue { $0 = continuation }
-            let work = Task {
-                let result: Result<T, any Error>
+        let report: @Sendable (LiveProtocol.Input) -> Void = { inbox.yield(Event(socket: number, input: $0)) }
+        task.withLockedValue {
+            $0 = Task { [self] in
                 do {
-                    result = .success(try await connect())
+                    let close = try await WebSocketClient.connect(
+                        url: url,
+                        configuration: .init(
+                            maxFrameSize: APILimits.maxStreamFrameBytes * 4,
+                            closeTimeout: .seconds(5), autoPing: .enabled(timePeriod: .seconds(30))),
+                        logger: logger
+                    ) { inbound, outbound, _ in
+                        guard self.upgraded(outbound) else { return }
+                        // The token goes in the first frame rather than the
+                        // upgrade's header: a refusal then comes after the client
+                        // is reading, never together with the 101 (where a frame
+                        // and the server's FIN arriving at once can be lost).
+                        let auth = try ScrollbackJSON.encoder().encode(ClientFrame.auth(token: token))
+                        try await outbound.write(.text(String(decoding: auth, as: UTF8.self)))
+                        report(.opened)
+                        for try await message in inbound.messages(maxSize: APILimits.maxStreamFrameBytes * 4) {
+                            guard case .text(let text) = message,
+                                let frame = try? ScrollbackJSON.decoder().decode(ServerFrame.self, from: Data(text.utf8))
+                            else { continue }
+                            report(.received(frame))
+                        }
+                    }
+                    report(.closed(code: close.map { Int(UInt16(webSocketErrorCode: $0.closeCode)) }, reason: close?.reason))
                 } catch {
-                    result = .failure(error)
+                    report(.failed(reason: "\(error)"))
                 }
-                once.withLockedValue { $0.take() }?.resume(with: result)
-            }
-            Task {
-                try? await Task.sleep(for: upgradeTimeout)
-                guard self.abandon() else { return }
-                work.cancel()
-                once.withLockedValue { $0.take() }?.resume(
-                    throwing: ScrollbackError.transport(message: "The WebSocket upgrade got no answer within \(upgradeTimeout)."))
             }
         }
     }
-}
 
-/// The live state shared with the socket's handler closure, which the
-/// WebSocket client runs as a `@Sendable` function.
-private final class StateBox: Sendable {
-    private let state: NIOLockedValueBox<ScrollbackClient.LiveState>
-
-    init(_ state: ScrollbackClient.LiveState) {
-        self.state = NIOLockedValueBox(state)
+    /// Called when the upgrade succeeded; false if the socket was given up.
+    private func upgraded(_ outbound: WebSocketOutboundWriter) -> Bool {
+        phase.withLockedValue { phase in
+            guard case .connecting = phase else { return false }
+            phase = .open(outbound)
+            return true
+        }
     }
 
-    var value: ScrollbackClient.LiveState {
-        get { state.withLockedValue { $0 } }
-        set { state.withLockedValue { $0 = newValue } }
+    func send(_ frame: ClientFrame) async {
+        guard case .open(let outbound) = phase.withLockedValue({ $0 }),
+            let data = try? ScrollbackJSON.encoder().encode(frame)
+        else { return }
+        // A write that fails is a socket that closes: the close is reported.
+        try? await outbound.write(.text(String(decoding: data, as: UTF8.self)))
+    }
+
+    func close() {
+        phase.withLockedValue { $0 = .closed }
+        task.withLockedValue { $0 }?.cancel()
     }
 }

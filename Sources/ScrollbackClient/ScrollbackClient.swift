@@ -278,9 +278,15 @@ public struct RetryPolicy: Sendable, Equatable {
     /// each time up to the maximum, then a random half to all of it, so
     /// clients that failed together do not retry together.
     public func delay(afterFailure failures: Int) -> Duration {
+        var random = SystemRandomNumberGenerator()
+        return delay(afterFailure: failures, using: &random)
+    }
+
+    /// The same wait, its jitter drawn from `generator`.
+    public func delay(afterFailure failures: Int, using generator: inout some RandomNumberGenerator) -> Duration {
         let doubled = initialDelay * (1 << min(max(failures - 1, 0), 20))
         let capped = min(doubled, maxDelay)
-        return capped * Double.random(in: 0.5...1)
+        return capped * Double.random(in: 0.5...1, using: &generator)
     }
 }
 

@@ -158,7 +158,7 @@ import Testing
             }
             defer { for task in listening { task.cancel() } }
             for log in [aliceEvents, bobEvents] {
-                try await log.waitFor(timeout: .seconds(60)) { $0.contains(.connected(lastSeq: 0)) }
+                try await log.waitFor(timeout: .seconds(60)) { $0.contains { if case .connected(lastSeq: 0, _) = $0 { true } else { false } } }
             }
             try await alice.typing(in: id)
             try await bobEvents.waitFor(timeout: .seconds(60)) { $0.contains(.typing(userId: "alice")) }
@@ -188,6 +188,27 @@ import Testing
             _ = try await alice.send("live again", to: id)
             try await events.waitForMessages(count + 1)
             #expect(events.messages.map(\.seq) == Array(1...Int64(count + 1)))
+        }
+    }
+
+    /// The live stream ends with an error, instead of reconnecting for
+    /// ever, for a conversation the user cannot see and for a token the
+    /// server refuses on every connection.
+    @Test func liveEndsForAConversationNotVisibleAndForATokenRefusedEveryTime() async throws {
+        try await LiveCluster.run { cluster in
+            let id = try await Self.client(cluster, "alice").createConversation().id
+            await #expect(throws: ScrollbackError.notFound(code: .conversationNotFound, message: "No conversation with this id is visible to you: it does not exist or you are not a member.")) {
+                for try await _ in Self.client(cluster, "mallory").live(conversation: id, after: 0) {}
+            }
+            let forged = ScrollbackClient(
+                baseURL: cluster.instances[0].baseURL, retry: RetryPolicy(initialDelay: .milliseconds(10)),
+                token: { "not-a-token" })
+            do {
+                for try await _ in forged.live(conversation: id, after: 0) {}
+                Issue.record("the stream with a refused token ended without an error")
+            } catch let error as ScrollbackError {
+                guard case .unauthorized = error else { throw error }
+            }
         }
     }
 

@@ -1,0 +1,384 @@
+import Foundation
+import ScrollbackModels
+
+/// The live stream of one conversation as a value: every decision of the
+/// resume, gap and catch-up protocol, and none of its I/O.
+///
+/// It is fed what happened (``Input``: the socket opened, a frame came, a
+/// page came back, the socket closed, a timer fired) and answers with what
+/// to do (``Step``: open a socket, send a frame, fetch a page, deliver an
+/// event, wait, finish). `ScrollbackClient.live(conversation:after:)` runs
+/// these steps over a WebSocket and HTTP; an app with a socket of its own
+/// can run them just as well.
+///
+/// What it guarantees, across any number of disconnects: every message is
+/// delivered once, in seq order, with no gap. It resumes each subscription
+/// with `after_seq` = the last seq delivered, drops a message it has
+/// delivered before, pages over HTTP what a gap or `resync_required` left
+/// out (before anything that arrived after it), and after a reconnect
+/// fetches the edits and deletions it missed while away.
+///
+/// Socket inputs are about the socket of the latest ``Step/connect``; the
+/// runner drops what an older socket still reports. At most one fetch
+/// (``Step/fetchPage(after:limit:)``, ``Step/fetchChanges(since:limit:)``)
+/// is outstanding, and each gets one answer, which may come at any time: the
+/// frames that arrive meanwhile are held and handled after it, and a page
+/// that was asked for on a socket lost since is still used.
+public struct LiveProtocol: Sendable, Equatable {
+    /// What happened.
+    public enum Input: Sendable, Equatable {
+        /// Begin: the first socket is opened at once.
+        case start
+        /// The socket asked for has been upgraded and has sent its `auth` frame.
+        case opened
+        /// A frame arrived on the socket.
+        case received(ServerFrame)
+        /// The answer to ``Step/fetchPage(after:limit:)``.
+        case pageReceived(MessagePage)
+        /// The answer to ``Step/fetchChanges(since:limit:)``.
+        case changesReceived(ChangeSet)
+        /// A fetch failed for good (after the HTTP client's own retries).
+        case fetchFailed(ScrollbackError)
+        /// The socket was closed, with the close frame's code and reason when
+        /// one came.
+        case closed(code: Int?, reason: String?)
+        /// The socket could not be opened or broke: no answer, a refused
+        /// upgrade, a reset connection.
+        case failed(reason: String)
+        /// The app's token provider failed, so no socket could be opened.
+        case tokenUnavailable(reason: String)
+        /// A timer of ``Step/startTimer(_:after:)`` went off.
+        case timerFired(Timer)
+        /// The consumer stopped listening.
+        case cancel
+    }
+
+    /// A timer, named by the connection attempt it belongs to: one that goes
+    /// off after its attempt was superseded is ignored.
+    public enum Timer: Sendable, Hashable {
+        /// The attempt must be subscribed by now, or it is given up.
+        case subscribeDeadline(attempt: Int)
+        /// The wait after the attempt failed is over: connect again.
+        case reconnect(attempt: Int)
+    }
+
+    /// What to do, in order.
+    public enum Step: Sendable, Equatable {
+        /// Open a new socket, authenticated with a fresh token from the
+        /// provider (its first frame), replacing the current one.
+        case connect
+        /// Send a frame on the current socket.
+        case send(ClientFrame)
+        /// Close the current socket and ignore whatever it still reports.
+        case disconnect
+        /// `GET .../messages?after=` and answer with ``Input/pageReceived(_:)``.
+        case fetchPage(after: Int64, limit: Int)
+        /// `GET .../changes?since_version=` and answer with ``Input/changesReceived(_:)``.
+        case fetchChanges(since: Int64, limit: Int)
+        /// Deliver an event to the consumer.
+        case emit(LiveEvent)
+        /// Feed ``Input/timerFired(_:)`` after `after`.
+        case startTimer(Timer, after: Duration)
+        /// The stream is over: close everything and end it, with the error
+        /// when there is one.
+        case finish(ScrollbackError?)
+    }
+
+    /// Where the stream stands.
+    public enum Phase: Sendable, Equatable {
+        /// Not started.
+        case idle
+        /// A socket was asked for and has not opened yet.
+        case connecting
+        /// The socket is open and `subscribe` was sent; not caught up yet.
+        case subscribing
+        /// Subscribed and caught up: ``LiveEvent/connected(lastSeq:version:)`` was delivered.
+        case live
+        /// Waiting to reconnect after a failure.
+        case waiting
+        /// Ended; every input is ignored.
+        case finished
+    }
+
+    /// HTTP work that holds the frames arriving meanwhile.
+    private enum Work: Sendable, Equatable {
+        /// Paging from the last delivered seq through `through`, then
+        /// delivering `then` (the live message that showed the gap).
+        case filling(through: Int64, then: Message?)
+        /// Fetching the changes after `since` to messages up to `through`,
+        /// then going live with the `subscribed` frame's seq and version.
+        case catchingUp(since: Int64, through: Int64, subscribedSeq: Int64, subscribedVersion: Int64)
+        /// A catch-up for a socket given up since: its answer is awaited and ignored.
+        case abandoned
+    }
+
+    public let conversationId: UUID
+    /// The backoff between failed connections.
+    public var retry: RetryPolicy
+    /// How long a new connection may take to be subscribed.
+    public var subscribeTimeout: Duration
+    /// The last message delivered; nil before the first subscription of a
+    /// stream started "from now".
+    public private(set) var lastSeq: Int64?
+    public private(set) var phase: Phase = .idle
+    /// Connections that failed since the last subscription: the backoff grows with it.
+    public private(set) var failures = 0
+    /// The version of the last `subscribed`: changes after it that were not
+    /// seen live are fetched after a reconnect.
+    private var subscribedVersion: Int64?
+    /// The highest version delivered.
+    private var seenVersion: Int64 = 0
+    /// Connections whose token was refused before they were subscribed, in a row.
+    private var refusals = 0
+    /// Numbers the connections, to tell their timers apart.
+    private var attempt = 0
+    private var work: Work?
+    private var held: [ServerFrame] = []
+    private var jitter: SplitMix64
+
+    /// A stream of `conversationId` from after `seq` (nil: from now on).
+    /// `seed` makes the backoff's jitter repeatable.
+    public init(
+        conversationId: UUID, after seq: Int64?, retry: RetryPolicy = RetryPolicy(),
+        subscribeTimeout: Duration = .seconds(10), seed: UInt64 = .random(in: .min ... .max)
+    ) {
+        self.conversationId = conversationId
+        self.lastSeq = seq
+        self.retry = retry
+        self.subscribeTimeout = subscribeTimeout
+        self.jitter = SplitMix64(seed: seed)
+    }
+
+    /// Takes in what happened and says what to do next.
+    public mutating func handle(_ input: Input) -> [Step] {
+        switch (input, phase) {
+        case (_, .finished):
+            return []
+        case (.start, .idle):
+            return connect()
+        case (.opened, .connecting):
+            phase = .subscribing
+            return [.send(.subscribe(conversationId: conversationId, afterSeq: lastSeq))]
+        case (.received(let frame), .subscribing), (.received(let frame), .live):
+            guard work == nil else {
+                held.append(frame)
+                return []
+            }
+            return receive(frame) + resume()
+        case (.pageReceived(let page), _):
+            guard case .filling(let through, let then) = work else { return [] }
+            return pageReceived(page, through: through, then: then) + resume()
+        case (.changesReceived(let changes), _):
+            switch work {
+            case .catchingUp(let since, let through, let seq, let version):
+                return changesReceived(changes, since: since, through: through, subscribedSeq: seq, version: version)
+                    + resume()
+            case .abandoned:
+                work = nil
+                return resume()
+            default:
+                return []
+            }
+        case (.fetchFailed(let error), _):
+            guard let failed = work else { return [] }
+            work = nil
+            switch error {
+            case .notFound, .forbidden: return finish(error)
+            default: break
+            }
+            // Only a fetch for the current socket costs it: what was missed
+            // comes with the next subscription from the last delivered seq.
+            guard failed != .abandoned, phase == .subscribing || phase == .live else { return resume() }
+            return drop(error.localizedDescription)
+        case (.closed(let code, let reason), .connecting), (.closed(let code, let reason), .subscribing),
+            (.closed(let code, let reason), .live):
+            let reason = reason ?? "connection closed"
+            if code == StreamCloseCode.unauthorized { return refused(reason) }
+            return drop(reason)
+        case (.failed(let reason), .connecting), (.failed(let reason), .subscribing), (.failed(let reason), .live):
+            return drop(reason)
+        case (.tokenUnavailable(let reason), _):
+            return finish(.unauthorized(message: "The token provider failed: \(reason)"))
+        case (.timerFired(.subscribeDeadline(let number)), .connecting),
+            (.timerFired(.subscribeDeadline(let number)), .subscribing):
+            guard number == attempt else { return [] }
+            return drop("Not subscribed within \(subscribeTimeout).")
+        case (.timerFired(.reconnect(let number)), .waiting):
+            guard number == attempt else { return [] }
+            return connect()
+        case (.cancel, _):
+            return finish(nil)
+        default:
+            // Late news of a socket or timer already given up.
+            return []
+        }
+    }
+
+    // MARK: Connections
+
+    private mutating func connect() -> [Step] {
+        attempt += 1
+        phase = .connecting
+        return [.connect, .startTimer(.subscribeDeadline(attempt: attempt), after: subscribeTimeout)]
+    }
+
+    /// Gives up the current connection and waits to open the next. Its loss
+    /// is reported once, when it had been subscribed; failed attempts to
+    /// reconnect are not.
+    private mutating func drop(_ reason: String) -> [Step] {
+        var steps: [Step] = [.disconnect]
+        if phase == .live { steps.append(.emit(.disconnected(reason: reason))) }
+        phase = .waiting
+        // A page goes on being useful without the socket; a catch-up that
+        // would make it live does not.
+        if case .catchingUp = work { work = .abandoned }
+        held = []
+        failures += 1
+        steps.append(.startTimer(.reconnect(attempt: attempt), after: retry.delay(afterFailure: failures, using: &jitter)))
+        return steps
+    }
+
+    /// The server refused the token. On a live socket it expired: a fresh
+    /// one from the provider on the next connection, without growing the
+    /// backoff. A fresh token refused twice in a row will not do better a
+    /// third time: the stream ends.
+    private mutating func refused(_ message: String) -> [Step] {
+        if phase != .live {
+            refusals += 1
+            if refusals >= 2 { return finish(.unauthorized(message: message)) }
+        }
+        failures = 0
+        return drop(message)
+    }
+
+    private mutating func finish(_ error: ScrollbackError?) -> [Step] {
+        phase = .finished
+        work = nil
+        held = []
+        return [.finish(error)]
+    }
+
+    // MARK: Frames
+
+    private mutating func receive(_ frame: ServerFrame) -> [Step] {
+        switch frame {
+        case .subscribed(_, let seq, let version):
+            failures = 0
+            refusals = 0
+            // Missed messages come from the backlog (or resync_required);
+            // missed edits of messages held before come from the change log.
+            if let since = subscribedVersion, since < version {
+                work = .catchingUp(since: since, through: lastSeq ?? seq, subscribedSeq: seq, subscribedVersion: version)
+                return [.fetchChanges(since: since, limit: APILimits.changesLimit.upperBound)]
+            }
+            return goLive(subscribedSeq: seq, version: version)
+        case .message(let message):
+            seenVersion = max(seenVersion, message.version)
+            if let last = lastSeq {
+                guard message.seq > last else { return [] }
+                if message.seq > last + 1 { return fill(through: message.seq - 1, then: message) }
+            }
+            return deliver(message)
+        case .messageUpdated(let message):
+            seenVersion = max(seenVersion, message.version)
+            guard let last = lastSeq, message.seq <= last else { return [] }
+            return [.emit(.updated(message))]
+        case .read(_, let user, let seq):
+            return [.emit(.read(userId: user, seq: seq))]
+        case .typing(_, let user):
+            return [.emit(.typing(userId: user))]
+        case .memberRemoved:
+            return [.emit(.memberRemoved)] + finish(nil)
+        case .resyncRequired(_, let seq):
+            return fill(through: seq, then: nil)
+        case .error(let code, let message, let ref, _):
+            if code == .conversationNotFound { return finish(.notFound(code: code, message: message)) }
+            if code == .unauthorized { return refused(message) }
+            // The subscription itself failed (the database was unavailable,
+            // say): reconnect and subscribe again, with backoff.
+            if phase != .live, ref == conversationId.wire { return drop(message) }
+            return []
+        case .ack, .pong, .inboxSubscribed, .conversationActivity, .memberAdded, .inboxRead, .inboxMemberRemoved,
+            .inboxResyncRequired:
+            return []  // not about this conversation's subscription
+        }
+    }
+
+    private mutating func goLive(subscribedSeq seq: Int64, version: Int64) -> [Step] {
+        subscribedVersion = version
+        if lastSeq == nil { lastSeq = seq }
+        phase = .live
+        return [.emit(.connected(lastSeq: seq, version: version))]
+    }
+
+    private mutating func deliver(_ message: Message?) -> [Step] {
+        guard let message else { return [] }
+        lastSeq = message.seq
+        seenVersion = max(seenVersion, message.version)
+        return [.emit(.message(message))]
+    }
+
+    /// Pages over HTTP from the last delivered seq through `through`, then delivers `then`.
+    private mutating func fill(through: Int64, then: Message?) -> [Step] {
+        guard let last = lastSeq, last < through else { return deliver(then) }
+        work = .filling(through: through, then: then)
+        return [.fetchPage(after: last, limit: APILimits.pageLimit.upperBound)]
+    }
+
+    private mutating func pageReceived(_ page: MessagePage, through: Int64, then: Message?) -> [Step] {
+        work = nil
+        guard let last = lastSeq else { return [] }
+        let newer = page.messages.filter { $0.seq > last && $0.seq <= through }.sorted { $0.seq < $1.seq }
+        var steps: [Step] = []
+        for message in newer { steps += deliver(message) }
+        // An empty page means the server has nothing more up to `through`.
+        if newer.isEmpty {
+            steps += deliver(then)
+        } else {
+            steps += fill(through: through, then: then)
+        }
+        return steps
+    }
+
+    private mutating func changesReceived(
+        _ changes: ChangeSet, since: Int64, through: Int64, subscribedSeq: Int64, version: Int64
+    ) -> [Step] {
+        var steps: [Step] = []
+        for message in changes.messages where message.seq <= through && message.version > seenVersion {
+            steps.append(.emit(.updated(message)))
+        }
+        seenVersion = max(seenVersion, changes.version)
+        if changes.hasMore, changes.version > since {
+            work = .catchingUp(
+                since: changes.version, through: through, subscribedSeq: subscribedSeq, subscribedVersion: version)
+            return steps + [.fetchChanges(since: changes.version, limit: APILimits.changesLimit.upperBound)]
+        }
+        work = nil
+        return steps + goLive(subscribedSeq: subscribedSeq, version: version)
+    }
+
+    /// Handles the frames held during HTTP work, until one starts more work.
+    private mutating func resume() -> [Step] {
+        var steps: [Step] = []
+        while work == nil, phase == .subscribing || phase == .live, !held.isEmpty {
+            steps += receive(held.removeFirst())
+        }
+        return steps
+    }
+}
+
+/// A small seeded generator (SplitMix64) for the backoff's jitter, so the
+/// protocol stays a value that answers the same inputs with the same steps.
+struct SplitMix64: RandomNumberGenerator, Sendable, Equatable {
+    private var state: UInt64
+
+    init(seed: UInt64) { state = seed }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE5_E9B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
