@@ -15,7 +15,9 @@ public enum LiveEvent: Sendable, Equatable {
     case updated(Message)
     case read(userId: String, seq: Int64)
     case typing(userId: String)
-    /// The socket is subscribed and caught up (after each reconnect too).
+    /// The socket is subscribed and caught up (after each reconnect too):
+    /// the conversation's last seq and version when it subscribed, so a
+    /// timeline asks for the changes after `version` and no earlier.
     case connected(lastSeq: Int64, version: Int64)
     /// The socket was lost (reported once per loss); the stream reconnects by itself.
     case disconnected(reason: String)
