@@ -16,8 +16,10 @@ public enum LiveEvent: Sendable, Equatable {
     case updated(Message)
     case read(userId: String, seq: Int64)
     case typing(userId: String)
-    /// The socket is subscribed and caught up (after each reconnect too).
-    case connected(lastSeq: Int64)
+    /// The socket is subscribed and caught up (after each reconnect too):
+    /// the conversation's last seq and version when the subscription began
+    /// (changes after `version` arrive live).
+    case connected(lastSeq: Int64, version: Int64)
     /// The socket was lost (reported once per loss); the stream reconnects by itself.
     case disconnected(reason: String)
     /// The user was removed from the conversation; the stream ends.
@@ -174,7 +176,7 @@ extension ScrollbackClient {
             state.subscribedVersion = version
             if state.lastSeq == nil { state.lastSeq = lastSeq }
             state.isUp = true
-            emit(.connected(lastSeq: lastSeq))
+            emit(.connected(lastSeq: lastSeq, version: version))
         case .message(let message):
             try await deliver(message, in: id, state: &state, emit: emit)
         case .messageUpdated(let message):

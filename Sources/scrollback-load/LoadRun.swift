@@ -101,7 +101,7 @@ final class LoadRun: Sendable {
             do {
                 for try await event in stream {
                     switch event {
-                    case .connected(let lastSeq):
+                    case .connected(let lastSeq, _):
                         stats.record(.subscribe, .now - since)
                         ledger.withLockedValue { $0.connected(id, lastSeq: lastSeq) }
                         subscriptions.withLockedValue { $0[id]?.connects += 1 }

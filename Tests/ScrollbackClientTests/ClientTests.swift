@@ -158,7 +158,7 @@ import Testing
             }
             defer { for task in listening { task.cancel() } }
             for log in [aliceEvents, bobEvents] {
-                try await log.waitFor(timeout: .seconds(60)) { $0.contains(.connected(lastSeq: 0)) }
+                try await log.waitFor(timeout: .seconds(60)) { $0.contains { if case .connected(lastSeq: 0, _) = $0 { true } else { false } } }
             }
             try await alice.typing(in: id)
             try await bobEvents.waitFor(timeout: .seconds(60)) { $0.contains(.typing(userId: "alice")) }
