@@ -187,15 +187,16 @@ let package = Package(
         .testTarget(
             name: "ScrollbackClientTests",
             dependencies: [
-                "ScrollbackClient", "ScrollbackTestSupport", "ScrollbackServer",
+                "ScrollbackClient", "ScrollbackTimeline", "ScrollbackLayout", "ScrollbackTestSupport", "ScrollbackServer",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "PropertyBased", package: "swift-property-based"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ]
         ),
         .testTarget(
             name: "ScrollbackClientCombineTests",
             dependencies: [
-                "ScrollbackClientCombine", "ScrollbackClient", "ScrollbackTestSupport",
+                "ScrollbackClientCombine", "ScrollbackClient", "ScrollbackTimeline", "ScrollbackTestSupport",
                 .product(name: "OpenCombineShim", package: "OpenCombine"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]

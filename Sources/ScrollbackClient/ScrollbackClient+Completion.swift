@@ -105,7 +105,7 @@ extension ScrollbackClient {
         }
     }
 
-    private func complete<Value>(
+    func complete<Value>(
         _ completion: @escaping Completion<Value>, _ operation: @escaping @Sendable () async throws(ScrollbackError) -> Value
     ) -> Task<Void, Never> {
         Task {

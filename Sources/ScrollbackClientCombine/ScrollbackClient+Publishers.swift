@@ -118,20 +118,20 @@ extension ScrollbackClient {
     }
 }
 
-/// The task of a live publisher's subscription.
+/// The task of a live or state publisher's subscription.
 // Unchecked: `task` is set once in receiveSubscription, before any cancel can
 // arrive for that subscription, and read in receiveCancel; Combine delivers
 // both on the subscribing thread in that order.
-private final class TaskBox: @unchecked Sendable {
+final class TaskBox: @unchecked Sendable {
     var task: Task<Void, Never>?
 }
 
-/// The subject a live publisher forwards the kit's events to.
-// Unchecked: a PassthroughSubject may be sent to from any thread (Combine and
+/// The subject a publisher forwards the kit's events or states to.
+// Unchecked: a subject may be sent to from any thread (Combine and
 // OpenCombine serialize it under its own lock); it is only not marked Sendable.
-private final class SubjectBox: @unchecked Sendable {
-    let subject: PassthroughSubject<LiveEvent, any Error>
-    init(_ subject: PassthroughSubject<LiveEvent, any Error>) { self.subject = subject }
+final class SubjectBox<Wrapped: Subject>: @unchecked Sendable {
+    let subject: Wrapped
+    init(_ subject: Wrapped) { self.subject = subject }
 }
 
 /// A Future's promise carried into a task.

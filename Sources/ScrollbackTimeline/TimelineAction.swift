@@ -70,4 +70,10 @@ public struct TimelineUpdate: Sendable, Equatable {
     /// The scroll offset (from the bottom) that keeps the reader's anchor in place.
     public var scrollOffset: Double
     public var effects: [TimelineEffect]
+
+    public init(diff: TimelineDiff = TimelineDiff(), scrollOffset: Double, effects: [TimelineEffect] = []) {
+        self.diff = diff
+        self.scrollOffset = scrollOffset
+        self.effects = effects
+    }
 }

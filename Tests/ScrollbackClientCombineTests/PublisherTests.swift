@@ -5,6 +5,7 @@ import ScrollbackClient
 import ScrollbackClientCombine
 import ScrollbackModels
 import ScrollbackTestSupport
+import ScrollbackTimeline
 import Testing
 
 @Suite struct PublisherTests {
@@ -13,10 +14,7 @@ import Testing
     @Test func publishersAreLazyAndASubscriptionSendsAgain() async throws {
         try await LiveCluster.run { cluster in
             let requests = NIOLockedValueBox(0)
-            let alice = ScrollbackClient(baseURL: cluster.instances[0].baseURL) {
-                requests.withLockedValue { $0 += 1 }
-                return try await cluster.token("alice")
-            }
+            let alice = Self.counting(cluster, requests)
             let id = try await alice.createConversation().id
             let before = requests.withLockedValue { $0 }
 
@@ -59,6 +57,56 @@ import Testing
             }
             #expect(received.withLockedValue { $0 } == [1, 2, 3])
             cancellable.cancel()
+        }
+    }
+
+    /// A feed's state publisher starts nothing until subscribed; then it
+    /// starts the feed and delivers its states, and finishes when the feed stops.
+    @Test func aFeedsStatePublisherStartsTheFeedWhenSubscribed() async throws {
+        try await LiveCluster.run { cluster in
+            let requests = NIOLockedValueBox(0)
+            let alice = Self.counting(cluster, requests)
+            let id = try await cluster.conversation("alice", members: [])
+            try await cluster.insertMessages(3, into: id, from: "alice")
+            let feed = ConversationFeed(client: alice, conversation: id, userId: "alice")
+            let states = feed.statePublisher
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(requests.withLockedValue { $0 } == 0, "the publisher fetched something before it was subscribed")
+            #expect(feed.state.connection == .idle)
+
+            let received = NIOLockedValueBox<[ConversationFeed.State]>([])
+            let finished = NIOLockedValueBox(false)
+            let cancellable = states.sink(
+                receiveCompletion: { _ in finished.withLockedValue { $0 = true } },
+                receiveValue: { state in received.withLockedValue { $0.append(state) } })
+            defer { cancellable.cancel() }
+            _ = try await alice.send("live", to: id)
+            try await Self.eventually("the live message in a published state") {
+                received.withLockedValue { $0.last?.timeline.messages.map(\.body) == ["live", "bulk 3", "bulk 2", "bulk 1"] }
+            }
+            #expect(received.withLockedValue { $0.first?.connection } != .idle, "the subscription started the feed")
+            feed.stop()
+            try await Self.eventually("the publisher finishes when the feed stops") { finished.withLockedValue { $0 } }
+            #expect(received.withLockedValue { $0.last?.connection } == .ended)
+        }
+    }
+
+    /// Alice's client on instance 0, counting its requests (each asks the token provider once).
+    static func counting(_ cluster: LiveCluster, _ requests: NIOLockedValueBox<Int>) -> ScrollbackClient {
+        ScrollbackClient(baseURL: cluster.instances[0].baseURL) {
+            requests.withLockedValue { $0 += 1 }
+            return try await cluster.token("alice")
+        }
+    }
+
+    static func eventually(_ what: String, timeout: Duration = .seconds(60), _ condition: () -> Bool) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while !condition() {
+            guard ContinuousClock.now < deadline else {
+                Issue.record("timed out waiting for \(what)")
+                throw CancellationError()
+            }
+            try await Task.sleep(for: .milliseconds(20))
         }
     }
 

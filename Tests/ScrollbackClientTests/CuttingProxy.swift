@@ -60,6 +60,9 @@ final class CuttingProxy: @unchecked Sendable {
 
     func loseNextAnswer() { lock.withLock { loseNext = true } }
 
+    /// How many connections `swallowNewConnections` holds.
+    var heldConnections: Int { lock.withLock { held.count } }
+
     /// Later connections are forwarded again; those already held stay hung.
     func stopSwallowingButKeepHeld() { lock.withLock { swallowing = false } }
 

@@ -1,0 +1,51 @@
+import Foundation
+import ScrollbackModels
+import ScrollbackTimeline
+
+/// The feed for code that does not use async/await. Updates and results
+/// arrive on an arbitrary thread; a send's echo shows before the call returns.
+extension ConversationFeed {
+    /// Hands `onUpdate` the current state (with an empty diff), then every
+    /// update in order, until the feed ends or the returned task is
+    /// cancelled; then calls `onEnd` once.
+    @discardableResult
+    public func observe(
+        onUpdate: @escaping @Sendable (State, TimelineUpdate) -> Void, onEnd: @escaping @Sendable () -> Void = {}
+    ) -> Task<Void, Never> {
+        let updates = updates
+        return Task {
+            for await (state, update) in updates { onUpdate(state, update) }
+            onEnd()
+        }
+    }
+
+    @discardableResult
+    public func send(
+        _ body: String, clientId: String? = nil, completion: @escaping ScrollbackClient.Completion<ScrollbackClient.SendResult>
+    ) -> Task<Void, Never> {
+        let clientId = begin(body, clientId: clientId)
+        return client.complete(completion) { () async throws(ScrollbackError) in
+            try await self.deliver(body, clientId: clientId)
+        }
+    }
+
+    @discardableResult
+    public func retry(clientId: String, completion: @escaping ScrollbackClient.Completion<ScrollbackClient.SendResult>)
+        -> Task<Void, Never>
+    {
+        let body: String
+        do throws(ScrollbackError) {
+            body = try beginRetry(clientId)
+        } catch {
+            return Task { completion(.failure(error)) }
+        }
+        return client.complete(completion) { () async throws(ScrollbackError) in
+            try await self.deliver(body, clientId: clientId)
+        }
+    }
+
+    @discardableResult
+    public func markRead(completion: @escaping ScrollbackClient.Completion<ReadMarker?>) -> Task<Void, Never> {
+        client.complete(completion) { () async throws(ScrollbackError) in try await self.markRead() }
+    }
+}

@@ -1,0 +1,506 @@
+import Foundation
+import NIOConcurrencyHelpers
+import ScrollbackModels
+import ScrollbackTimeline
+
+/// One conversation kept on screen by itself: a `Timeline` fed with the
+/// newest page, every live event, and every page, gap fill and catch-up the
+/// timeline asks for, plus this user's sends with their local echoes.
+///
+/// An app binds a screen to `state` (`state.timeline.items`, newest first:
+/// the order of an inverted list) and applies each update's diff and scroll
+/// offset (`updates`, `observe(onUpdate:onEnd:)`, or the state publisher of
+/// ScrollbackClientCombine). It tells the feed what the list does
+/// (`apply(_:)`: scrolls, measured heights, resizes) and what the user does
+/// (`send(_:clientId:)`, `retry(clientId:)`, `markRead()`, `loadOlder()`).
+///
+/// Nothing is fetched until `start()`. The fetches the timeline asks for are
+/// retried with the client's backoff for as long as the feed runs, so a cut
+/// connection or a restarting server delays the window but never leaves it
+/// short or stale; a refusal that retrying cannot get past (the conversation
+/// is no longer visible, the token is refused) is `state.failure`. `stop()`,
+/// or releasing the feed, ends the live stream, the fetches under way and
+/// every update stream.
+///
+/// The timeline changes under one lock, and each change is handed to every
+/// subscriber under it, so every subscriber sees the updates in the order
+/// they were applied.
+public final class ConversationFeed: Sendable {
+    /// A state and the update that led to it: the rows removed, inserted
+    /// and updated, and the scroll offset that keeps the reader's place.
+    public typealias Update = (state: State, update: TimelineUpdate)
+
+    /// Everything a screen shows of the conversation.
+    public struct State: Sendable, Equatable {
+        /// The loaded window: rows newest first, their layout and the scroll offset.
+        public internal(set) var timeline: Timeline
+        public internal(set) var connection: Connection = .idle
+        /// An older page is being fetched (for a spinner above the oldest row).
+        public internal(set) var isLoadingOlder = false
+        /// How far each member has read, as far as this feed has seen: from
+        /// the live stream, and this user's from `markRead()` too.
+        public internal(set) var readSeqs: [String: Int64] = [:]
+        /// The last refusal the feed could not retry past: a fetch that
+        /// failed for good, or why the live stream ended.
+        public internal(set) var failure: ScrollbackError?
+
+        mutating func noteRead(_ user: String, through seq: Int64) {
+            readSeqs[user] = max(readSeqs[user] ?? 0, seq)
+        }
+    }
+
+    public enum Connection: Sendable, Equatable {
+        /// Not started.
+        case idle
+        /// Loading the newest page and subscribing.
+        case connecting
+        /// Subscribed and caught up: changes arrive as they happen.
+        case live
+        /// The live stream was lost; it reconnects by itself and catches up.
+        case reconnecting(reason: String)
+        /// Stopped, or the live stream ended for good (the user was removed
+        /// from the conversation, or `failure` says why).
+        case ended
+    }
+
+    /// What the list on screen tells the feed.
+    public enum ViewAction: Sendable, Equatable {
+        /// The reader scrolled: the distance from the bottom of the content.
+        case scrolled(offsetFromBottom: Double)
+        /// A row was measured on screen.
+        case heightMeasured(TimelineItem.ID, Double)
+        /// The list's viewport changed size.
+        case viewportResized(height: Double)
+
+        var timelineAction: TimelineAction {
+            switch self {
+            case .scrolled(let offset): .scrolled(offsetFromBottom: offset)
+            case .heightMeasured(let id, let height): .heightMeasured(id, height)
+            case .viewportResized(let height): .viewportResized(height: height)
+            }
+        }
+    }
+
+    public let conversationId: UUID
+    /// The user this feed sends as: the sender of its local echoes.
+    public let userId: String
+    /// How many messages each page fetch asks for.
+    public let pageSize: Int
+    let client: ScrollbackClient
+    private let core: NIOLockedValueBox<Core>
+
+    /// The feed's mutable state, all under one lock.
+    private struct Core: Sendable {
+        var state: State
+        var isStarted = false
+        var isStopped = false
+        var nextId = 0
+        var subscribers: [Int: AsyncStream<Update>.Continuation] = [:]
+        /// Every task the feed runs (the first page, the live stream,
+        /// fetches), to cancel when it ends.
+        var tasks: [Int: Task<Void, Never>] = [:]
+        /// Older pages and catch-ups under way: asked for again, they are
+        /// not fetched twice.
+        var fetching: [TimelineEffect] = []
+        /// Gap fills under way: the seq each has fetched up to, and the seq it goes to.
+        var fills: [Int: (reached: Int64, through: Int64)] = [:]
+        /// The bodies of sends not acknowledged yet, by client id, for `retry(clientId:)`.
+        var unacknowledged: [String: String] = [:]
+
+        mutating func takeId() -> Int {
+            defer { nextId += 1 }
+            return nextId
+        }
+    }
+
+    /// A feed of conversation `id` for the user the client's tokens are
+    /// for (`userId`); `pageSize` messages per fetch (clamped to the
+    /// server's page limit), `settings` the list's geometry.
+    public init(
+        client: ScrollbackClient, conversation id: UUID, userId: String, pageSize: Int = 50,
+        settings: TimelineLayoutSettings = TimelineLayoutSettings()
+    ) {
+        self.client = client
+        self.conversationId = id
+        self.userId = userId
+        self.pageSize = min(max(pageSize, APILimits.pageLimit.lowerBound), APILimits.pageLimit.upperBound)
+        self.core = NIOLockedValueBox(Core(state: State(timeline: Timeline(conversationId: id, settings: settings))))
+    }
+
+    deinit {
+        end(failure: nil)
+    }
+
+    /// The state now.
+    public var state: State { core.withLockedValue { $0.state } }
+
+    /// The current state (with an empty diff: show its rows as they are),
+    /// then every update, in order, until the feed ends. Each access is a
+    /// stream of its own.
+    public var updates: AsyncStream<Update> {
+        let (stream, continuation) = AsyncStream<Update>.makeStream()
+        let id = core.withLockedValue { core -> Int? in
+            continuation.yield((core.state, Self.quiet(core.state)))
+            guard !core.isStopped else { return nil }
+            let id = core.takeId()
+            core.subscribers[id] = continuation
+            return id
+        }
+        guard let id else {
+            continuation.finish()
+            return stream
+        }
+        continuation.onTermination = { [weak self] _ in
+            self?.core.withLockedValue { _ = $0.subscribers.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    // MARK: Running
+
+    /// Loads the newest page, then subscribes live from it. Once only; a
+    /// stopped feed does not start again.
+    public func start() {
+        let (client, id, limit) = (self.client, conversationId, pageSize)
+        core.withLockedValue { core in
+            guard !core.isStarted, !core.isStopped else { return }
+            core.isStarted = true
+            core.state.connection = .connecting
+            publishQuiet(in: &core)
+            spawn(in: &core) { [weak self] in
+                let newest = await Self.untilAnswered(client) { () async throws(ScrollbackError) in
+                    try await client.page(of: id, .newest, limit: limit)
+                }
+                self?.opened(newest)
+            }
+        }
+    }
+
+    /// Ends the live stream, the fetches under way and the update streams.
+    /// Sends under way still finish; their results no longer change the state.
+    public func stop() {
+        end(failure: nil)
+    }
+
+    private func opened(_ newest: Result<MessagePage, ScrollbackError>?) {
+        switch newest {
+        case nil:
+            return
+        case .failure(let error):
+            end(failure: error)
+        case .success(let page):
+            let (client, id) = (self.client, conversationId)
+            core.withLockedValue { core in
+                guard !core.isStopped else { return }
+                apply(.pageLoaded(page), in: &core)
+                // Every message after the page arrives live, exactly once and
+                // in order, across reconnects.
+                spawn(in: &core) { [weak self] in
+                    do {
+                        for try await event in client.live(conversation: id, after: page.lastSeq) {
+                            self?.receive(event)
+                        }
+                        self?.end(failure: nil)
+                    } catch {
+                        self?.end(failure: error as? ScrollbackError ?? .transport(message: "\(error)"))
+                    }
+                }
+            }
+        }
+    }
+
+    private func receive(_ event: LiveEvent) {
+        core.withLockedValue { core in
+            guard !core.isStopped else { return }
+            switch event {
+            case .message(let message):
+                apply(.liveMessage(message), in: &core)
+            case .updated(let message):
+                apply(.messageUpdated(message), in: &core)
+            case .connected(let lastSeq, let version):
+                core.state.connection = .live
+                apply(.subscribed(lastSeq: lastSeq, version: version), in: &core)
+            case .disconnected(let reason):
+                core.state.connection = .reconnecting(reason: reason)
+                publishQuiet(in: &core)
+            case .read(let user, let seq):
+                core.state.noteRead(user, through: seq)
+                publishQuiet(in: &core)
+            case .typing:
+                break
+            case .memberRemoved:
+                apply(.memberRemoved, in: &core)
+            }
+        }
+    }
+
+    private func end(failure: ScrollbackError?) {
+        let (tasks, subscribers) = core.withLockedValue {
+            core -> ([Task<Void, Never>], [AsyncStream<Update>.Continuation]) in
+            guard !core.isStopped else { return ([], []) }
+            core.isStopped = true
+            core.state.connection = .ended
+            if let failure { core.state.failure = failure }
+            core.fetching = []
+            core.fills = [:]
+            publishQuiet(in: &core)
+            defer {
+                core.tasks = [:]
+                core.subscribers = [:]
+            }
+            return (Array(core.tasks.values), Array(core.subscribers.values))
+        }
+        for task in tasks { task.cancel() }
+        // Outside the lock: finishing runs each stream's termination handler,
+        // which takes the lock.
+        for subscriber in subscribers { subscriber.finish() }
+    }
+
+    /// Runs `work` as one of the feed's tasks. Its closure holds the feed
+    /// weakly, so a feed the app lets go of ends (and cancels it).
+    private func spawn(in core: inout Core, _ work: @escaping @Sendable () async -> Void) {
+        let id = core.takeId()
+        core.tasks[id] = Task { [weak self] in
+            await work()
+            self?.core.withLockedValue { _ = $0.tasks.removeValue(forKey: id) }
+        }
+    }
+
+    // MARK: The timeline and its effects
+
+    @discardableResult
+    private func apply(_ action: TimelineAction, in core: inout Core) -> TimelineUpdate {
+        guard !core.isStopped else { return Self.quiet(core.state) }
+        let update = core.state.timeline.apply(action)
+        for effect in update.effects { run(effect, in: &core) }
+        publish(update, in: &core)
+        return update
+    }
+
+    private func run(_ effect: TimelineEffect, in core: inout Core) {
+        let (client, id, limit) = (self.client, conversationId, pageSize)
+        switch effect {
+        case .loadOlder(let before):
+            fetch(effect, in: &core) { () async throws(ScrollbackError) in
+                .pageLoaded(try await client.page(of: id, .before(before), limit: limit))
+            }
+        case .catchUp(let version):
+            // A change set with `has_more` makes the timeline ask for the next.
+            fetch(effect, in: &core) { () async throws(ScrollbackError) in
+                .changesApplied(try await client.changes(in: id, since: version))
+            }
+        case .fillGap(let after, let through):
+            fill(after: after, through: through, in: &core)
+        }
+    }
+
+    /// Fetches what `effect` asks for, unless it is already under way, and
+    /// applies the answer.
+    private func fetch(
+        _ effect: TimelineEffect, in core: inout Core,
+        _ read: @escaping @Sendable () async throws(ScrollbackError) -> TimelineAction
+    ) {
+        guard !core.fetching.contains(effect) else { return }
+        core.fetching.append(effect)
+        let client = self.client
+        spawn(in: &core) { [weak self] in
+            let answer = await Self.untilAnswered(client, read)
+            self?.fetched(effect, answer)
+        }
+    }
+
+    private func fetched(_ effect: TimelineEffect, _ answer: Result<TimelineAction, ScrollbackError>?) {
+        core.withLockedValue { core in
+            guard !core.isStopped, let answer else { return }
+            core.fetching.removeAll { $0 == effect }
+            switch answer {
+            case .success(let action):
+                apply(action, in: &core)
+            case .failure(let error):
+                core.state.failure = error
+                publishQuiet(in: &core)
+            }
+        }
+    }
+
+    /// Fetches the messages after `after` through `through`, page after
+    /// page, each applied as it arrives, until none of them is missing (the
+    /// live stream may bring them first). The timeline asks again for what
+    /// is still missing after each page; a fill already under way that
+    /// covers it is not started twice.
+    private func fill(after: Int64, through: Int64, in core: inout Core) {
+        guard !core.fills.values.contains(where: { $0.reached <= after && $0.through >= through }) else { return }
+        let fill = core.takeId()
+        core.fills[fill] = (after, through)
+        let (client, id, limit) = (self.client, conversationId, pageSize)
+        spawn(in: &core) { [weak self] in
+            var next: Int64? = after
+            while let from = next, from < through {
+                let answer = await Self.untilAnswered(client) { () async throws(ScrollbackError) in
+                    try await client.page(of: id, .after(from), limit: limit)
+                }
+                next = self?.filled(fill, after: from, through: through, answer)
+            }
+            self?.core.withLockedValue { _ = $0.fills.removeValue(forKey: fill) }
+        }
+    }
+
+    /// Applies one page of a gap fill; the seq to fetch after next, or nil
+    /// when the fill is over.
+    private func filled(
+        _ fill: Int, after from: Int64, through: Int64, _ answer: Result<MessagePage, ScrollbackError>?
+    ) -> Int64? {
+        core.withLockedValue { core in
+            guard !core.isStopped, let answer else { return nil }
+            switch answer {
+            case .failure(let error):
+                core.state.failure = error
+                publishQuiet(in: &core)
+                return nil
+            case .success(let page):
+                let newest = page.messages.map(\.seq).max().flatMap { $0 > from ? $0 : nil }
+                // Before applying: the timeline's request for the rest is covered by this fill.
+                if let newest { core.fills[fill]?.reached = newest }
+                apply(.pageLoaded(page), in: &core)
+                guard let newest, Self.isMissing(after: newest, through: through, in: core.state.timeline) else { return nil }
+                return newest
+            }
+        }
+    }
+
+    /// Whether a message after `seq`, up to `through`, is not in the window.
+    private static func isMissing(after seq: Int64, through: Int64, in timeline: Timeline) -> Bool {
+        guard let window = timeline.seqRange, window.upperBound >= through else { return true }
+        return timeline.gaps.contains { $0.upperBound > seq && $0.lowerBound <= through }
+    }
+
+    /// A read retried until it is answered: by the client's retry policy,
+    /// then again after its longest wait, for as long as the task runs (a
+    /// server restarting, a connection cut). Nil once cancelled; a refusal
+    /// is returned as the failure.
+    static func untilAnswered<Value: Sendable>(
+        _ client: ScrollbackClient, _ read: @Sendable () async throws(ScrollbackError) -> Value
+    ) async -> Result<Value, ScrollbackError>? {
+        while !Task.isCancelled {
+            do throws(ScrollbackError) {
+                return .success(try await client.retrying(read))
+            } catch {
+                guard error.isRetryable else { return .failure(error) }
+                try? await Task.sleep(for: client.retry.delay(afterFailure: client.retry.maxAttempts))
+            }
+        }
+        return nil
+    }
+
+    private func publish(_ update: TimelineUpdate, in core: inout Core) {
+        core.state.isLoadingOlder = core.fetching.contains { if case .loadOlder = $0 { true } else { false } }
+        for subscriber in core.subscribers.values { subscriber.yield((core.state, update)) }
+    }
+
+    /// Publishes a state whose rows did not change.
+    private func publishQuiet(in core: inout Core) {
+        publish(Self.quiet(core.state), in: &core)
+    }
+
+    private static func quiet(_ state: State) -> TimelineUpdate {
+        TimelineUpdate(scrollOffset: state.timeline.scrollOffset)
+    }
+
+    // MARK: What the list and the user do
+
+    /// Tells the timeline what the list did; the update says how the rows
+    /// changed and where to scroll. Older history is fetched when the reader
+    /// nears the top.
+    @discardableResult
+    public func apply(_ action: ViewAction) -> TimelineUpdate {
+        core.withLockedValue { apply(action.timelineAction, in: &$0) }
+    }
+
+    /// Fetches the page older than the oldest loaded message now, as a
+    /// scroll near the top would; nothing when there is none or it is
+    /// already under way.
+    public func loadOlder() {
+        core.withLockedValue { core in
+            guard core.isStarted, !core.isStopped, core.state.timeline.hasOlder,
+                let oldest = core.state.timeline.seqRange?.lowerBound
+            else { return }
+            run(.loadOlder(before: oldest), in: &core)
+            publishQuiet(in: &core)
+        }
+    }
+
+    /// Sends a message. Its echo shows at once (`sending`), then becomes
+    /// the stored message, or stays marked `failed` for `retry(clientId:)`.
+    /// Every attempt carries the same `clientId` (made when nil), so the
+    /// message is stored once however often it is retried.
+    @discardableResult
+    public func send(_ body: String, clientId: String? = nil) async throws(ScrollbackError)
+        -> ScrollbackClient.SendResult
+    {
+        let clientId = begin(body, clientId: clientId)
+        return try await deliver(body, clientId: clientId)
+    }
+
+    /// Sends again a send that failed (its echo shows `sending` again), with
+    /// its client id: if the first attempt was stored after all, this
+    /// answers with that message (`replayed`) and stores nothing more.
+    @discardableResult
+    public func retry(clientId: String) async throws(ScrollbackError) -> ScrollbackClient.SendResult {
+        let body = try beginRetry(clientId)
+        return try await deliver(body, clientId: clientId)
+    }
+
+    /// Moves this user's read marker to the newest loaded message; nil when
+    /// nothing is loaded.
+    @discardableResult
+    public func markRead() async throws(ScrollbackError) -> ReadMarker? {
+        guard let newest = state.timeline.seqRange?.upperBound else { return nil }
+        let (client, id) = (self.client, conversationId)
+        let marker = try await client.retrying { () async throws(ScrollbackError) in try await client.markRead(newest, in: id) }
+        core.withLockedValue { core in
+            guard !core.isStopped else { return }
+            core.state.noteRead(userId, through: marker.readSeq)
+            publishQuiet(in: &core)
+        }
+        return marker
+    }
+
+    /// Shows the echo of a new send; its client id.
+    func begin(_ body: String, clientId: String?) -> String {
+        let clientId = clientId ?? UUID().uuidString.lowercased()
+        core.withLockedValue { core in
+            core.unacknowledged[clientId] = body
+            apply(.sendStarted(PendingSend(clientId: clientId, body: body, sender: userId)), in: &core)
+        }
+        return clientId
+    }
+
+    /// Shows a failed send as sending again; its body.
+    func beginRetry(_ clientId: String) throws(ScrollbackError) -> String {
+        let body = core.withLockedValue { core -> String? in
+            guard let body = core.unacknowledged[clientId] else { return nil }
+            apply(.sendRetried(clientId: clientId), in: &core)
+            return body
+        }
+        guard let body else {
+            throw .notFound(code: .notFound, message: "This feed has no unacknowledged send with client id \(clientId).")
+        }
+        return body
+    }
+
+    /// One send, retried by the client with its client id; the echo becomes
+    /// the stored message or is marked failed.
+    func deliver(_ body: String, clientId: String) async throws(ScrollbackError) -> ScrollbackClient.SendResult {
+        do throws(ScrollbackError) {
+            let sent = try await client.send(body, to: conversationId, clientId: clientId)
+            core.withLockedValue { core in
+                core.unacknowledged[clientId] = nil
+                apply(.sendAcknowledged(clientId: clientId, message: sent.message), in: &core)
+            }
+            return sent
+        } catch {
+            core.withLockedValue { _ = apply(.sendFailed(clientId: clientId, reason: error.localizedDescription), in: &$0) }
+            throw error
+        }
+    }
+}
