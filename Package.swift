@@ -189,6 +189,7 @@ let package = Package(
             dependencies: [
                 "ScrollbackClient", "ScrollbackTestSupport", "ScrollbackServer",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "PropertyBased", package: "swift-property-based"),
             ]
         ),
         .testTarget(
