@@ -188,6 +188,7 @@ let package = Package(
             name: "ScrollbackClientTests",
             dependencies: [
                 "ScrollbackClient", "ScrollbackTestSupport", "ScrollbackServer",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]

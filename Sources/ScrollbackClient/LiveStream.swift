@@ -61,15 +61,29 @@ extension ScrollbackClient {
     }
 
     /// How long a new connection may take to be subscribed.
-    private var subscribeTimeout: Duration { min(timeout, .seconds(10)) }
+    var subscribeTimeout: Duration { min(timeout, .seconds(10)) }
+
+    /// The address of `GET /v1/stream` (ws or wss, as the base URL is http or https).
+    var streamURL: String { (baseURL.hasPrefix("https") ? "wss" : "ws") + baseURL.drop { $0 != ":" } + "/v1/stream" }
+
+    /// How the kit's sockets connect: frames up to four times the limit of
+    /// one message, a ping every 30 s.
+    static var socketConfiguration: WebSocketClientConfiguration {
+        .init(
+            maxFrameSize: APILimits.maxStreamFrameBytes * 4, closeTimeout: .seconds(5),
+            autoPing: .enabled(timePeriod: .seconds(30)))
+    }
+
+    /// The WebSocket library's own logging, quiet: the kit reports losses as events.
+    static var socketLogger: Logger {
+        var logger = Logger(label: "scrollback.client.live")
+        logger.logLevel = .critical
+        return logger
+    }
 
     private func runLive(_ id: UUID, state: inout LiveState, emit: @escaping @Sendable (LiveEvent) -> Void) async throws {
-        let logger = {
-            var logger = Logger(label: "scrollback.client.live")
-            logger.logLevel = .critical
-            return logger
-        }()
-        let url = (baseURL.hasPrefix("https") ? "wss" : "ws") + baseURL.drop { $0 != ":" } + "/v1/stream"
+        let logger = Self.socketLogger
+        let url = streamURL
         while !Task.isCancelled, !state.ended {
             let bearer: String
             do {
@@ -83,9 +97,7 @@ extension ScrollbackClient {
                 let close = try await attempt.run(upgradeTimeout: subscribeTimeout) {
                     try await WebSocketClient.connect(
                     url: url,
-                    configuration: .init(
-                        maxFrameSize: APILimits.maxStreamFrameBytes * 4,
-                        closeTimeout: .seconds(5), autoPing: .enabled(timePeriod: .seconds(30))),
+                    configuration: Self.socketConfiguration,
                     logger: logger
                 ) { inbound, outbound, _ in
                     // An attempt given up while its upgrade hung may still
@@ -260,7 +272,7 @@ extension ScrollbackClient {
 /// backend is gone) would wait forever: past `upgradeTimeout` without an
 /// upgrade the attempt is given up (its task is left to end with its
 /// connection) and the stream tries again.
-private final class ConnectionAttempt: Sendable {
+final class ConnectionAttempt: Sendable {
     private enum Phase { case connecting, upgraded, abandoned }
     private let phase = NIOLockedValueBox(Phase.connecting)
 
