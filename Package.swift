@@ -197,6 +197,7 @@ let package = Package(
             name: "ScrollbackClientCombineTests",
             dependencies: [
                 "ScrollbackClientCombine", "ScrollbackClient", "ScrollbackTimeline", "ScrollbackTestSupport",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "OpenCombineShim", package: "OpenCombine"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]

@@ -48,14 +48,32 @@ extension ScrollbackClient {
     }
 
     /// How long a new connection may take to be subscribed.
-    private var subscribeTimeout: Duration { min(timeout, .seconds(10)) }
+    var subscribeTimeout: Duration { min(timeout, .seconds(10)) }
+
+    /// The address of `GET /v1/stream` (ws or wss, as the base URL is http or https).
+    var streamURL: String { (baseURL.hasPrefix("https") ? "wss" : "ws") + baseURL.drop { $0 != ":" } + "/v1/stream" }
+
+    /// How the kit's sockets connect: frames up to four times the limit of
+    /// one message, a ping every 30 s.
+    static var socketConfiguration: WebSocketClientConfiguration {
+        .init(
+            maxFrameSize: APILimits.maxStreamFrameBytes * 4, closeTimeout: .seconds(5),
+            autoPing: .enabled(timePeriod: .seconds(30)))
+    }
+
+    /// The WebSocket library's own logging, quiet: the kit reports losses as events.
+    static var socketLogger: Logger {
+        var logger = Logger(label: "scrollback.client.live")
+        logger.logLevel = .critical
+        return logger
+    }
 
     /// Runs the steps of `live` until it finishes: sockets, timers and HTTP
     /// fetches here, every decision in the protocol. Inputs are handled one
     /// at a time; an HTTP fetch is awaited before the next frame is handled.
     private func run(_ live: inout LiveProtocol, emit: (LiveEvent) -> Void) async throws {
         let id = live.conversationId
-        let url = (baseURL.hasPrefix("https") ? "wss" : "ws") + baseURL.drop { $0 != ":" } + "/v1/stream"
+        let url = streamURL
         let (events, inbox) = AsyncStream.makeStream(of: LiveSocket.Event.self)
         var iterator = events.makeAsyncIterator()
         var socket: LiveSocket?
@@ -159,21 +177,13 @@ private final class LiveSocket: Sendable {
 
     init(number: Int, url: String, token: String, inbox: AsyncStream<Event>.Continuation) {
         self.number = number
-        let logger = {
-            var logger = Logger(label: "scrollback.client.live")
-            logger.logLevel = .critical
-            return logger
-        }()
         let report: @Sendable (LiveProtocol.Input) -> Void = { inbox.yield(Event(socket: number, input: $0)) }
         task.withLockedValue {
             $0 = Task { [self] in
                 do {
                     let close = try await WebSocketClient.connect(
-                        url: url,
-                        configuration: .init(
-                            maxFrameSize: APILimits.maxStreamFrameBytes * 4,
-                            closeTimeout: .seconds(5), autoPing: .enabled(timePeriod: .seconds(30))),
-                        logger: logger
+                        url: url, configuration: ScrollbackClient.socketConfiguration,
+                        logger: ScrollbackClient.socketLogger
                     ) { inbound, outbound, _ in
                         guard self.upgraded(outbound) else { return }
                         // The token goes in the first frame rather than the

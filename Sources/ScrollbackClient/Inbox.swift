@@ -1,0 +1,435 @@
+import Foundation
+import ScrollbackModels
+
+/// The user's conversation list, most recently active first, as a value that
+/// changes only through `apply(_:)`: pages of `GET /v1/conversations`, the
+/// frames of the inbox stream, the conversations fetched one by one, and the
+/// socket coming and going. It does no I/O; what it needs fetched or sent
+/// comes back as effects (`InboxFeed` runs them).
+///
+/// Frames are states, not deltas, and anything may arrive twice or late: per
+/// conversation the line with the higher `version` wins, then the one with
+/// the higher `read_seq`. A conversation the user was removed from
+/// (`member_removed`) is not shown again, whatever page or fetch still
+/// carries it, until `member_added`. After `resync_required` the list is
+/// loaded again from the top, and what the new pass does not list is dropped.
+public struct Inbox: Sendable, Equatable {
+    /// Newest activity first (`Conversation.activity`, larger first).
+    public private(set) var conversations: [Conversation] = []
+    /// The cursor of the last inbox frame received: where a resubscription resumes.
+    public private(set) var cursor: String?
+    /// The inbox is subscribed on the current socket (`inbox_subscribed`
+    /// received and the socket not lost since).
+    public private(set) var isLive = false
+    /// Some page of the list has been loaded.
+    public private(set) var isLoaded = false
+
+    private var byId: [UUID: Conversation] = [:]
+    /// Told removed (`member_removed`) and not added back since.
+    private var removedIds: Set<UUID> = []
+    /// Lines of conversations not in the list yet: waiting for their page,
+    /// or for the fetch that brings their title and members.
+    private var waiting: [UUID: InboxActivity] = [:]
+    /// Conversations being fetched, with the pass they were asked in.
+    private var fetching: [UUID: Int] = [:]
+    /// Shown from before a `resync_required` and not confirmed since by a
+    /// page or a frame: dropped when the new pass goes past them without
+    /// listing them.
+    private var stale: Set<UUID> = []
+
+    /// A pass over the list pages it from the top. A new pass starts after
+    /// `resync_required` (the old one's pages are ignored) and after a page
+    /// says `activity_changed`.
+    private var pass = 0
+    private var pageRequest: InboxPageRequest?
+    /// The current pass's cursor for its next page (nil: its first page).
+    private var nextPageCursor: String?
+    /// The lowest activity the current pass listed.
+    private var passMark: Int64?
+    private var passComplete = false
+    /// Every conversation with a higher activity is in the list (nil:
+    /// nothing is known yet; `Int64.min`: the whole list is loaded). A line
+    /// above it that is not in the list is fetched at once; one below waits
+    /// for its page.
+    private var frontier: Int64?
+    /// A restarted pass pages on by itself down to here: where the pass
+    /// before it had got to.
+    private var target: Int64?
+
+    public init() {}
+
+    // MARK: Reading
+
+    /// The conversation with this id, if it is in the list.
+    public subscript(id: UUID) -> Conversation? { byId[id] }
+
+    /// More of the list can be loaded (`InboxFeed.loadMore()`).
+    public var hasMore: Bool { frontier != .min }
+
+    /// A page of the list is being loaded.
+    public var isLoadingPage: Bool { pageRequest != nil }
+
+    /// The unread messages of every conversation in the list.
+    public var unreadCount: Int64 { conversations.reduce(0) { $0 + $1.unreadCount } }
+
+    // MARK: Changing
+
+    /// Applies an action: how the rows changed, and what to fetch or send next.
+    @discardableResult
+    public mutating func apply(_ action: InboxAction) -> InboxUpdate {
+        let before = conversations
+        var effects: [InboxEffect] = []
+        switch action {
+        case .connected:
+            isLive = false
+            effects.append(.subscribe(after: cursor))
+        case .connectionDropped:
+            isLive = false
+        case .frame(let frame):
+            effects += take(frame)
+        case .pageLoaded(let list, let request):
+            effects += load(list, for: request)
+        case .pageFailed(let request):
+            guard request == pageRequest else { break }
+            pageRequest = nil
+            // Pages the inbox asked for by itself are asked for again; one
+            // the user scrolled to waits for the next `moreRequested`.
+            if frontier == nil || needsNextPage { effects += requestPage() }
+        case .moreRequested:
+            if isLoaded, !passComplete { effects += requestPage() }
+        case .conversationFetched(let conversation):
+            guard fetching.removeValue(forKey: conversation.id) == pass else { break }
+            merge(conversation)
+        case .conversationNotVisible(let id):
+            guard fetching.removeValue(forKey: id) == pass else { break }
+            // No longer a member (its `member_removed` comes too).
+            waiting[id] = nil
+        case .conversationFetchFailed(let id):
+            // Asked for again below.
+            fetching[id] = nil
+        }
+        effects += fetchRequests()
+        rebuild()
+        return InboxUpdate(change: InboxChange(from: before, to: conversations), effects: effects)
+    }
+
+    // MARK: Frames
+
+    private mutating func take(_ frame: ServerFrame) -> [InboxEffect] {
+        switch frame {
+        case .inboxSubscribed(let at):
+            cursor = at
+            isLive = true
+            // The list is fetched after the subscription, so that nothing
+            // changed in between is missed.
+            if !isLoaded { return requestPage() }
+        case .conversationActivity(let line, let at):
+            cursor = at
+            guard !removedIds.contains(line.conversationId) else { break }
+            stale.remove(line.conversationId)
+            if var known = byId[line.conversationId] {
+                if Self.rank(line) > Self.rank(known) { known.take(line) }
+                byId[line.conversationId] = known
+            } else if let held = waiting[line.conversationId], Self.rank(held) >= Self.rank(line) {
+                break
+            } else {
+                waiting[line.conversationId] = line
+            }
+        case .memberAdded(let conversation, let at):
+            cursor = at
+            removedIds.remove(conversation.id)
+            merge(conversation)
+        case .inboxRead(let id, _, let seq, let unreadCount, let at):
+            cursor = at
+            guard !removedIds.contains(id) else { break }
+            stale.remove(id)
+            // Only a higher marker: a read frame carries no version, and a
+            // repeated one must not undo an unread count that grew since.
+            if var known = byId[id], seq > known.readSeq {
+                known.readSeq = seq
+                known.unreadCount = unreadCount
+                byId[id] = known
+            }
+            if var line = waiting[id], seq > line.readSeq {
+                line.readSeq = seq
+                line.unreadCount = unreadCount
+                waiting[id] = line
+            }
+        case .inboxMemberRemoved(let id, let at):
+            cursor = at
+            removedIds.insert(id)
+            byId[id] = nil
+            waiting[id] = nil
+            stale.remove(id)
+        case .inboxResyncRequired(let at):
+            cursor = at
+            return restartAfterResync()
+        default:
+            break  // frames of conversation subscriptions, errors, pongs
+        }
+        return []
+    }
+
+    /// More changed than the stream replays: the list is loaded again, and
+    /// what is shown stays until the new pass confirms it or goes past it.
+    private mutating func restartAfterResync() -> [InboxEffect] {
+        pass += 1
+        pageRequest = nil
+        target = frontier
+        frontier = nil
+        nextPageCursor = nil
+        passMark = nil
+        passComplete = false
+        stale = Set(byId.keys)
+        // Removals and lines missed or held may be out of date; the new pass
+        // lists what is true now, and frames from here on say what changes.
+        removedIds = []
+        waiting = [:]
+        return requestPage()
+    }
+
+    // MARK: Pages
+
+    private mutating func requestPage() -> [InboxEffect] {
+        guard pageRequest == nil, !passComplete else { return [] }
+        let request = InboxPageRequest(cursor: nextPageCursor, pass: pass)
+        pageRequest = request
+        return [.loadPage(request)]
+    }
+
+    /// The current pass pages on by itself: it has not yet reached where the
+    /// pass before it had got to, or it has conversations to confirm.
+    private var needsNextPage: Bool {
+        guard !passComplete, isLoaded else { return false }
+        if !stale.isEmpty { return true }
+        guard let target, let passMark else { return false }
+        return passMark > target
+    }
+
+    private mutating func load(_ list: ConversationList, for request: InboxPageRequest) -> [InboxEffect] {
+        // A page of an abandoned pass may be from before changes the stream
+        // did not replay.
+        guard request == pageRequest else { return [] }
+        pageRequest = nil
+        isLoaded = true
+        for conversation in list.conversations { merge(conversation) }
+        if list.activityChanged {
+            // A conversation jumped above the cursor: start again from the
+            // top, merging by id, and page on to where this pass had got to.
+            target = [target, frontier, passMark, list.conversations.last?.activity].compactMap { $0 }.min()
+            nextPageCursor = nil
+            passMark = nil
+            return requestPage()
+        }
+        if let last = list.conversations.last?.activity { passMark = min(passMark ?? last, last) }
+        let covered: Int64?
+        if let next = list.nextCursor {
+            nextPageCursor = next
+            covered = passMark
+        } else {
+            passComplete = true
+            covered = .min
+        }
+        if let covered {
+            // Shown before a resync, in the range this pass has listed, and
+            // not listed: no longer in the list.
+            for id in stale where byId[id].map({ $0.activity > covered }) ?? true {
+                byId[id] = nil
+                stale.remove(id)
+            }
+            frontier = min(frontier ?? covered, covered)
+        }
+        if needsNextPage { return requestPage() }
+        target = nil
+        return []
+    }
+
+    // MARK: Merging
+
+    /// Per conversation the higher version wins, then the higher read marker.
+    private static func rank(_ conversation: Conversation) -> (Int64, Int64) {
+        (conversation.version, conversation.readSeq)
+    }
+
+    private static func rank(_ line: InboxActivity) -> (Int64, Int64) {
+        (line.version, line.readSeq)
+    }
+
+    /// A conversation from a page, a fetch or `member_added`: its title and
+    /// members as given, its line the newer of what is known.
+    private mutating func merge(_ incoming: Conversation) {
+        guard !removedIds.contains(incoming.id) else { return }
+        var merged = incoming
+        if let line = waiting.removeValue(forKey: incoming.id), Self.rank(line) > Self.rank(merged) {
+            merged.take(line)
+        }
+        if let known = byId[incoming.id], Self.rank(known) > Self.rank(merged) {
+            merged.take(InboxActivity(known))
+        }
+        byId[incoming.id] = merged
+        stale.remove(incoming.id)
+    }
+
+    /// Fetches of lines that belong in the loaded part of the list: a
+    /// conversation that just became active, not one further down that its
+    /// page will bring.
+    private mutating func fetchRequests() -> [InboxEffect] {
+        guard let frontier else { return [] }
+        let due = waiting.values.filter { line in
+            byId[line.conversationId] == nil && fetching[line.conversationId] == nil
+                && (frontier == .min || line.activity > frontier)
+        }
+        return due.sorted { $0.activity > $1.activity }.map { line in
+            fetching[line.conversationId] = pass
+            return .fetchConversation(line.conversationId)
+        }
+    }
+
+    private mutating func rebuild() {
+        conversations = byId.values.sorted { lhs, rhs in
+            lhs.activity != rhs.activity ? lhs.activity > rhs.activity : lhs.id.uuidString < rhs.id.uuidString
+        }
+    }
+}
+
+extension Conversation {
+    /// Takes the line's state (newest message, version, activity, read marker).
+    fileprivate mutating func take(_ line: InboxActivity) {
+        lastSeq = line.lastSeq
+        version = line.version
+        activity = line.activity
+        readSeq = line.readSeq
+        unreadCount = line.unreadCount
+        lastMessage = line.lastMessage
+    }
+}
+
+/// Everything that changes an inbox.
+public enum InboxAction: Sendable, Equatable {
+    /// A socket was opened and authenticated: the inbox subscribes on it.
+    case connected
+    /// The socket was lost.
+    case connectionDropped
+    /// A frame of the socket; frames that are not about the inbox are ignored.
+    case frame(ServerFrame)
+    /// A page of `GET /v1/conversations` answered a `loadPage` effect.
+    case pageLoaded(ConversationList, for: InboxPageRequest)
+    /// A `loadPage` effect failed (after its retries).
+    case pageFailed(InboxPageRequest)
+    /// The user scrolled near the end of the list: the next page, if any.
+    case moreRequested
+    /// `GET /v1/conversations/{id}` answered a `fetchConversation` effect.
+    case conversationFetched(Conversation)
+    /// The fetch answered 404: the user is no longer a member.
+    case conversationNotVisible(UUID)
+    /// The fetch failed otherwise (after its retries): it is asked for again.
+    case conversationFetchFailed(UUID)
+}
+
+/// What the owner of an inbox should do next; the inbox does no I/O.
+public enum InboxEffect: Sendable, Equatable {
+    /// Send `subscribe_inbox` with this `after` on the socket just connected.
+    case subscribe(after: String?)
+    /// Fetch a page of the list (`GET /v1/conversations?cursor=`; nil: from
+    /// the top) and answer with `pageLoaded` or `pageFailed`.
+    case loadPage(InboxPageRequest)
+    /// Fetch one conversation (`GET /v1/conversations/{id}`): a line arrived
+    /// for one the list does not hold, without its title and members.
+    case fetchConversation(UUID)
+}
+
+/// One page asked for: the list's cursor, and which pass over the list it
+/// belongs to (an answer to an abandoned pass is ignored).
+public struct InboxPageRequest: Sendable, Hashable {
+    /// The `next_cursor` of the page before; nil for the top of the list.
+    public var cursor: String?
+    public var pass: Int
+
+    public init(cursor: String?, pass: Int) {
+        self.cursor = cursor
+        self.pass = pass
+    }
+}
+
+/// The answer to an action: how the rows changed, and what to do next.
+public struct InboxUpdate: Sendable, Equatable {
+    public var change: InboxChange
+    public var effects: [InboxEffect]
+}
+
+/// How the rows changed, for a list to apply at once (as
+/// `UICollectionView.performBatchUpdates` takes it): `removed` are indices
+/// before the change, `inserted` indices after it, `moved` from an index
+/// before to one after (a conversation that became active moves to the
+/// top), and `updated` indices after the change of rows kept or moved whose
+/// content changed (to reconfigure once the batch is applied).
+public struct InboxChange: Sendable, Equatable {
+    public struct Move: Sendable, Equatable {
+        public var from: Int
+        public var to: Int
+
+        public init(from: Int, to: Int) {
+            self.from = from
+            self.to = to
+        }
+    }
+
+    public var removed: [Int]
+    public var inserted: [Int]
+    public var moved: [Move]
+    public var updated: [Int]
+
+    public init(removed: [Int] = [], inserted: [Int] = [], moved: [Move] = [], updated: [Int] = []) {
+        self.removed = removed
+        self.inserted = inserted
+        self.moved = moved
+        self.updated = updated
+    }
+
+    public var isEmpty: Bool { removed.isEmpty && inserted.isEmpty && moved.isEmpty && updated.isEmpty }
+
+    /// The change from one list to another, with as few moves as there can
+    /// be: the rows that keep their order among themselves stay put.
+    init(from old: [Conversation], to new: [Conversation]) {
+        let oldIndex = Dictionary(old.enumerated().map { ($1.id, $0) }, uniquingKeysWith: { first, _ in first })
+        let newIds = Set(new.map(\.id))
+        removed = old.indices.filter { !newIds.contains(old[$0].id) }
+        inserted = []
+        updated = []
+        var kept: [(old: Int, new: Int)] = []
+        for (index, conversation) in new.enumerated() {
+            if let previous = oldIndex[conversation.id] {
+                kept.append((previous, index))
+                if old[previous] != conversation { updated.append(index) }
+            } else {
+                inserted.append(index)
+            }
+        }
+        let staying = Self.longestIncreasingRun(kept.map(\.old))
+        moved = kept.enumerated().filter { !staying.contains($0.offset) }.map { Move(from: $0.element.old, to: $0.element.new) }
+    }
+
+    /// The positions of a longest increasing subsequence of `values`.
+    private static func longestIncreasingRun(_ values: [Int]) -> Set<Int> {
+        // tails[k]: the position of the smallest last value of a run of length k + 1.
+        var tails: [Int] = []
+        var previous = [Int](repeating: -1, count: values.count)
+        for (position, value) in values.enumerated() {
+            var low = 0
+            var high = tails.count
+            while low < high {
+                let middle = (low + high) / 2
+                if values[tails[middle]] < value { low = middle + 1 } else { high = middle }
+            }
+            if low > 0 { previous[position] = tails[low - 1] }
+            if low == tails.count { tails.append(position) } else { tails[low] = position }
+        }
+        var run: Set<Int> = []
+        var position = tails.last ?? -1
+        while position >= 0 {
+            run.insert(position)
+            position = previous[position]
+        }
+        return run
+    }
+}
