@@ -36,6 +36,9 @@ struct InboxRouting {
     struct ReadRequest: Sendable {
         var user: UserID
         var after: InboxCursor
+        /// The read lists every conversation of the user: additions may
+        /// have been notified while nobody listened.
+        var memberships = false
     }
 
     private var users: [UserID: UserInbox] = [:]
@@ -45,6 +48,8 @@ struct InboxRouting {
     /// left (a read finds nothing for them), never miss one who is a member.
     private var usersByConversation: [UUID: Set<UserID>] = [:]
     private var dirty: Set<UserID> = []
+    /// Users whose next read lists their memberships (see `ReadRequest`).
+    private var relearn: Set<UserID> = []
 
     private struct UserInbox {
         /// Where the next read starts; nil until the first socket is live.
@@ -158,7 +163,7 @@ struct InboxRouting {
         if after != nil { live.take(snapshot, start: start, user: user, send) }
         for (read, start) in buffered { live.take(read, start: start, user: user, send) }
         users[user]?.sockets[socket] = .live(live)
-        learn(snapshot.memberships, of: user)
+        learn(snapshot.memberships ?? [], of: user)
         if let position = users[user]?.position {
             if live.floor < position {
                 // The reads start over from what this socket has; the
@@ -180,6 +185,7 @@ struct InboxRouting {
         users[user]?.sockets[socket] = nil
         guard users[user]?.sockets.isEmpty == true, let inbox = users.removeValue(forKey: user) else { return }
         dirty.remove(user)
+        relearn.remove(user)
         for id in inbox.conversations { forget(user, in: id) }
     }
 
@@ -193,8 +199,12 @@ struct InboxRouting {
         case .lost:
             break
         case .listening:
-            // Whatever was notified while nobody listened: read it all.
-            for user in Array(users.keys) { markDirty(user, &effects) }
+            // Whatever was notified while nobody listened: read it all,
+            // additions included.
+            for user in Array(users.keys) {
+                relearn.insert(user)
+                markDirty(user, &effects)
+            }
         case .event(let event):
             switch event {
             case .changed(let id, _, _):
@@ -225,7 +235,7 @@ struct InboxRouting {
         let marked = dirty
         dirty.removeAll()
         return marked.compactMap { user in
-            users[user]?.position.map { ReadRequest(user: user, after: $0) }
+            users[user]?.position.map { ReadRequest(user: user, after: $0, memberships: relearn.remove(user) != nil) }
         }
     }
 
@@ -235,7 +245,10 @@ struct InboxRouting {
         var effects = Effects()
         let user = request.user
         guard var inbox = users[user], inbox.position == request.after else {
-            return effects  // the user's sockets left, or the reads started over
+            // The user's sockets left, or the reads started over: the read
+            // that replaces this one lists the memberships it was to list.
+            if request.memberships, users[user] != nil { relearn.insert(user) }
+            return effects
         }
         for (socket, phase) in inbox.sockets {
             switch phase {
@@ -251,14 +264,17 @@ struct InboxRouting {
         }
         inbox.position = max(request.after, read.cursor)
         users[user] = inbox
-        learn(read.memberships, of: user)
+        learn(read.memberships ?? Set(read.entries.map(\.conversation.id)), of: user)
         return effects
     }
 
     /// A read that failed is tried again by the next pass.
     mutating func retry(_ request: ReadRequest) -> Effects {
         var effects = Effects()
-        if users[request.user] != nil { markDirty(request.user, &effects) }
+        if users[request.user] != nil {
+            if request.memberships { relearn.insert(request.user) }
+            markDirty(request.user, &effects)
+        }
         return effects
     }
 

@@ -96,7 +96,8 @@ public struct LiveDelivery: Service {
                     group.addTask { [store, hub] in
                         do {
                             let read = try await store.inbox(
-                                of: request.user, after: request.after, limit: APILimits.maxStreamBacklog)
+                                of: request.user, after: request.after, limit: APILimits.maxStreamBacklog,
+                                memberships: request.memberships)
                             await hub.apply(read, for: request)
                             return true
                         } catch {

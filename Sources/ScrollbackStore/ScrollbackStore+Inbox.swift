@@ -32,8 +32,9 @@ public struct InboxCursor: Sendable, Hashable, Comparable, CustomStringConvertib
 public struct InboxRead: Sendable, Equatable {
     /// Where the next read starts: everything before it is in this one.
     public var cursor: InboxCursor
-    /// Every conversation the user is a member of in the snapshot.
-    public var memberships: Set<UUID>
+    /// Every conversation the user is a member of in the snapshot; nil
+    /// when the read was not asked for them.
+    public var memberships: Set<UUID>?
     /// Conversations whose messages, or whose member row for the user
     /// (joined, read marker), changed since the cursor asked for; most
     /// recently active first.
@@ -68,7 +69,11 @@ extension ScrollbackStore {
     /// What changed in `user`'s conversations at or after `cursor`, in one
     /// snapshot, at most `limit` conversations of each kind; nil `cursor`
     /// reads only where the user stands (no entries, no removals).
-    public func inbox(of user: UserID, after cursor: InboxCursor?, limit: Int) async throws -> InboxRead {
+    /// `memberships`: also list every conversation the user is a member of
+    /// (for a reader that has not followed the additions).
+    public func inbox(
+        of user: UserID, after cursor: InboxCursor?, limit: Int, memberships withMemberships: Bool = true
+    ) async throws -> InboxRead {
         try await withConnection(writes: false, as: .inbox) { [logger] connection in
             try await connection.withTransaction(logger: logger) { connection in
                 _ = try await connection.query(
@@ -78,7 +83,8 @@ extension ScrollbackStore {
                     """
                     SELECT pg_snapshot_xmin(pg_current_snapshot())::text,
                            pg_snapshot_xmax(pg_current_snapshot())::text,
-                           ARRAY(SELECT conversation_id FROM members WHERE user_id = \(user.rawValue))
+                           ARRAY(SELECT conversation_id FROM members
+                                 WHERE user_id = \(user.rawValue) AND \(withMemberships))
                     """,
                     logger: logger
                 ).collect()
@@ -86,7 +92,8 @@ extension ScrollbackStore {
                     let next = InboxCursor(xmin), let newest = InboxCursor(xmax)
                 else { throw MalformedRow() }
                 var read = InboxRead(
-                    cursor: next, memberships: Set(memberships), entries: [], removals: [], truncated: false)
+                    cursor: next, memberships: withMemberships ? Set(memberships) : nil, entries: [], removals: [],
+                    truncated: false)
                 guard let cursor else { return read }
                 guard cursor <= newest else {
                     read.truncated = true

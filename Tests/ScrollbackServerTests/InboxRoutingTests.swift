@@ -141,7 +141,9 @@ import Testing
         _ = Self.live(&routing)
         _ = routing.handle(.event(.changed(conversation: Self.c1, seq: 1, version: 1)))
         let stale = routing.takeReads()
-        // A listener reconnect: every inbox is read again.
+        #expect(stale.map(\.memberships) == [false])
+        // A listener reconnect: every inbox is read again, its memberships
+        // too (an addition may have been missed).
         #expect(routing.handle(.listening).reads == [Self.alice])
         #expect(
             Self.frames(routing.apply(Self.read(150, truncated: true), for: stale[0])) == [
@@ -149,8 +151,22 @@ import Testing
             ])
         // The next read starts where that one ended; a second apply of the
         // same request is no longer current and is dropped.
-        #expect(routing.takeReads().map(\.after) == [Self.cursor(150)])
+        let next = routing.takeReads()
+        #expect(next.map(\.after) == [Self.cursor(150)] && next.map(\.memberships) == [true])
         #expect(Self.frames(routing.apply(Self.read(160, [Self.entry(Self.c1, version: 3)]), for: stale[0])).isEmpty)
+    }
+
+    @Test func membershipsReadAfterAListenerReconnectAreLearned() {
+        var routing = InboxRouting()
+        _ = Self.live(&routing)
+        #expect(routing.handle(.event(.changed(conversation: Self.c2, seq: 1, version: 1))).reads.isEmpty)
+        _ = routing.handle(.listening)
+        let request = routing.takeReads()
+        #expect(request.map(\.memberships) == [true])
+        _ = routing.apply(Self.read(120, memberships: [Self.c1, Self.c2]), for: request[0])
+        // An addition to c2 was notified while nobody listened: c2 is known now.
+        #expect(routing.handle(.event(.changed(conversation: Self.c2, seq: 2, version: 2))).reads == [Self.alice])
+        #expect(routing.takeReads().map(\.memberships) == [false])
     }
 
     @Test func theLastSocketLeavingForgetsTheUser() {
