@@ -189,6 +189,8 @@ final class SlowClientGuard: ChannelDuplexHandler, RemovableChannelHandler {
     private let origin = NIODeadline.now()
     private var check: RepeatedTask?
     private let onTimedOut: @Sendable () -> Void
+    /// Whether the server is shutting down gracefully.
+    private var quiescing = false
 
     init(limits: RequestTimer.Limits, onTimedOut: @escaping @Sendable () -> Void = {}) {
         timer = RequestTimer(limits: limits, now: .zero)
@@ -210,8 +212,35 @@ final class SlowClientGuard: ChannelDuplexHandler, RemovableChannelHandler {
         let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
         check = context.eventLoop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { _ in
             let (handler, context) = loopBound.value
+            guard !handler.closeIfQuiescingAndIdle(context: context) else { return }
             handler.apply(handler.timer.verdict(now: handler.now), context: context)
         }
+    }
+
+    /// A graceful shutdown began (SIGTERM): a connection no request is using
+    /// is closed now, and one whose request is under way once it has been
+    /// answered. The HTTP handlers further down do the same, but not before
+    /// a connection's first request has been read (until then the WebSocket
+    /// upgrade handler holds the pipeline and drops the event), so without
+    /// this a client that connected and sent nothing kept the server from
+    /// stopping until the idle timeout.
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is ChannelShouldQuiesceEvent {
+            quiescing = true
+            if closeIfQuiescingAndIdle(context: context) { return }
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    /// Closes the connection, once what was written before has gone out,
+    /// when the server is stopping and no request is using it.
+    private func closeIfQuiescingAndIdle(context: ChannelHandlerContext) -> Bool {
+        guard quiescing, timer.isIdle else { return false }
+        check?.cancel()
+        check = nil
+        quiescing = false
+        context.writeAndFlush(wrapOutboundOut(ByteBuffer())).whenComplete { _ in context.close(promise: nil) }
+        return true
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {

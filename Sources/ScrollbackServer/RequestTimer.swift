@@ -84,6 +84,16 @@ struct RequestTimer: Sendable, Equatable {
         }
     }
 
+    /// No request is with the server: none has begun, or the last one has
+    /// been answered (the head of the next may be arriving). A graceful
+    /// shutdown closes such a connection at once.
+    var isIdle: Bool {
+        switch phase {
+        case .waiting, .head: true
+        case .body, .answering, .exempt: false
+        }
+    }
+
     /// A live-stream socket: never cut by this rule.
     mutating func exempt() {
         phase = .exempt

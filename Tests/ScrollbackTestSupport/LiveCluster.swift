@@ -89,8 +89,12 @@ public final class LiveCluster: Sendable {
             } catch {
                 outcome = .failure(error)
             }
-            for instance in cluster.instances { try? await cluster.stop(instance) }
+            var stopped: Result<Void, any Error> = .success(())
+            for instance in cluster.instances {
+                do { try await cluster.stop(instance) } catch let overdue as ShutdownOverdue { stopped = .failure(overdue) } catch {}
+            }
             try outcome.get()
+            try stopped.get()
         }
     }
 
@@ -153,9 +157,28 @@ public final class LiveCluster: Sendable {
         var description: String { "the instance on port \(port) did not connect its change-feed listener in time" }
     }
 
-    private func stop(_ instance: Instance) async throws {
+    /// Stops an instance gracefully, as SIGTERM does. A graceful stop that
+    /// has not ended after `limit` is a fault (something the server waits on
+    /// never ends): the instance is then cancelled, so the test fails with
+    /// that rather than hanging the run.
+    private func stop(_ instance: Instance, within limit: Duration = .seconds(60)) async throws {
         await instance.group.triggerGracefulShutdown()
-        try await instance.done.value
+        let overdue = NIOLockedValueBox(false)
+        let watchdog = Task {
+            try await Task.sleep(for: limit)
+            overdue.withLockedValue { $0 = true }
+            instance.done.cancel()
+        }
+        let outcome = await instance.done.result
+        watchdog.cancel()
+        if overdue.withLockedValue({ $0 }) { throw ShutdownOverdue(port: instance.port, limit: limit) }
+        try outcome.get()
+    }
+
+    struct ShutdownOverdue: Error, CustomStringConvertible {
+        var port: Int
+        var limit: Duration
+        var description: String { "the instance on port \(port) had not stopped \(limit) after a graceful shutdown began" }
     }
 
     public func token(_ user: String, ttl: TimeInterval = 600) async throws -> String {

@@ -77,8 +77,13 @@ public enum TestDatabase {
         }
     }
 
-    /// Runs `body` with a fresh, empty schema of the test database, then drops it.
+    /// Runs `body` with a fresh, empty schema of the test database, then
+    /// drops it; holds one of the `TestSlots` meanwhile.
     public static func withSchema<T: Sendable>(_ body: (DatabaseURL, String) async throws -> T) async throws -> T {
+        try await TestSlots.withSlot { try await withOwnSchema(body) }
+    }
+
+    private static func withOwnSchema<T: Sendable>(_ body: (DatabaseURL, String) async throws -> T) async throws -> T {
         let url = try url()
         let schema = "test_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
         _ = try await admin(url) { try await $0.query("CREATE SCHEMA \(unescaped: schema)", logger: logger) }
