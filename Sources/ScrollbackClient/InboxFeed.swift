@@ -14,25 +14,46 @@ import WSClient
 /// frame, so nothing changed meanwhile is missed. More of the list is loaded
 /// when the user scrolls (`loadMore()`).
 ///
-/// It runs from its creation until `stop()`, or until it fails for good
-/// (the token provider fails: `failure` says so). Errors on the way (a
-/// page, a socket) are retried.
+/// It runs from `start()` until `stop()`, or until it fails for good (the
+/// token provider fails: `failure` says so). Errors on the way (a page, a
+/// socket) are retried. Its interface is `ConversationFeed`'s: `start()`,
+/// `updates`, `stop()`.
 public final class InboxFeed: Sendable {
     /// A state of the inbox and how its rows changed to get there.
     public typealias Update = (inbox: Inbox, change: InboxChange)
 
     private let broadcast: InboxBroadcast
     private let runner: InboxRunner
-    private let task: Task<Void, Never>
+    /// Nil before `start()`; `stopped` once stopped.
+    private let task = NIOLockedValueBox<Run>(.idle)
 
-    /// Starts a feed of the user of `client`; `pageSize` is the number of
-    /// conversations a page of the list asks for (nil: the server's default).
+    private enum Run {
+        case idle
+        case running(Task<Void, Never>)
+        case stopped
+    }
+
+    /// A feed of the user of `client`, not started yet; `pageSize` is the
+    /// number of conversations a page of the list asks for (nil: the
+    /// server's default).
     public init(client: ScrollbackClient, pageSize: Int? = nil) {
         let broadcast = InboxBroadcast()
-        let runner = InboxRunner(client: client, pageSize: pageSize, broadcast: broadcast)
         self.broadcast = broadcast
-        self.runner = runner
-        task = Task { await runner.run() }
+        self.runner = InboxRunner(client: client, pageSize: pageSize, broadcast: broadcast)
+    }
+
+    deinit {
+        stop()
+    }
+
+    /// Subscribes the inbox and loads the first page, then keeps the list
+    /// current. Once only; a stopped feed does not start again.
+    public func start() {
+        task.withLockedValue { run in
+            guard case .idle = run else { return }
+            let runner = self.runner
+            run = .running(Task { await runner.run() })
+        }
     }
 
     /// The inbox now.
@@ -42,9 +63,9 @@ public final class InboxFeed: Sendable {
     public var failure: ScrollbackError? { broadcast.failure }
 
     /// The inbox now (its change: every row inserted), then after each
-    /// change, in order; finishes when the feed ends. Each call is a stream
-    /// of its own.
-    public func updates() -> AsyncStream<Update> {
+    /// change, in order; finishes when the feed ends. Each access is a
+    /// stream of its own.
+    public var updates: AsyncStream<Update> {
         broadcast.observe()
     }
 
@@ -54,14 +75,23 @@ public final class InboxFeed: Sendable {
         runner.submit(.moreRequested)
     }
 
-    /// Closes the socket and ends every `updates()`.
+    /// Closes the socket and ends every `updates` stream.
     public func stop() {
-        task.cancel()
+        let previous = task.withLockedValue { run in
+            defer { run = .stopped }
+            return run
+        }
+        switch previous {
+        case .running(let task): task.cancel()
+        case .idle: broadcast.end(failure: nil)
+        case .stopped: break
+        }
     }
 }
 
 extension ScrollbackClient {
-    /// The user's inbox, live (see `InboxFeed`).
+    /// The user's inbox, live (see `InboxFeed`), not started yet: call
+    /// `start()` once its `updates` are followed.
     public func inboxFeed(pageSize: Int? = nil) -> InboxFeed {
         InboxFeed(client: self, pageSize: pageSize)
     }
@@ -69,18 +99,19 @@ extension ScrollbackClient {
     /// The user's inbox, live, through completion handlers: `onUpdate` with
     /// the state now and then each later state and how its rows changed, in
     /// order, then `onEnd` once (nil after `stop()`). Both are called on an
-    /// arbitrary thread.
+    /// arbitrary thread. The feed is started.
     @discardableResult
     public func inboxFeed(
         pageSize: Int? = nil, onUpdate: @escaping @Sendable (Inbox, InboxChange) -> Void,
         onEnd: @escaping @Sendable (ScrollbackError?) -> Void
     ) -> InboxFeed {
         let feed = InboxFeed(client: self, pageSize: pageSize)
-        let updates = feed.updates()
+        let updates = feed.updates
         Task {
             for await (inbox, change) in updates { onUpdate(inbox, change) }
             onEnd(feed.failure)
         }
+        feed.start()
         return feed
     }
 }

@@ -5,21 +5,29 @@ import ScrollbackModels
 import ScrollbackServer
 import ScrollbackTimeline
 
-/// A line-oriented chat on the client kit: the newest page, then live
-/// messages as they arrive, and every line typed is sent. It survives the
-/// server restarting: the kit reconnects and resumes from the last seq.
+/// A line-oriented chat on the client kit's two feeds: the inbox (the
+/// conversation list, its unread counts moving live) and a conversation
+/// (its history, live messages, edits and deletions, sends with an echo
+/// that becomes the stored message). It survives the server restarting:
+/// the feeds reconnect and resume by themselves.
 struct Chat: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Chat in a conversation from the terminal, through the client kit.")
+        abstract: "Chat from the terminal, through the client kit: an inbox and its conversations.",
+        discussion: """
+            Without --conversation or --with it opens the inbox: your conversations, most recently \
+            active first, with their unread counts, updated live. Commands: /open N (or an id), \
+            /new bob,carol [title], /more, /list, /quit. In a conversation: type a message and press \
+            return to send it; /older, /read, /back (to the inbox). Ctrl-D leaves.
+            """)
 
     @Option(help: "The user to chat as (a token is signed with the same secret as serve).")
     var user: String
 
-    @Option(help: "The conversation's id; without it a new conversation is created.")
+    @Option(help: "Open this conversation (its id) instead of the inbox.")
     var conversation: String?
 
-    @Option(help: "With a new conversation: the other members, comma-separated.")
-    var with: String = ""
+    @Option(help: "Create a conversation with these members (comma-separated) and open it.")
+    var with: String?
 
     @Option(help: "The server's address.")
     var server = "http://127.0.0.1:8080"
@@ -36,62 +44,27 @@ struct Chat: AsyncParsableCommand {
         let authority = try await TokenAuthority(secret: secret)
         let user = self.user
         let client = ScrollbackClient(baseURL: server) { try await authority.token(for: user, ttl: 3600) }
-
-        let id: UUID
-        if let conversation, let existing = UUID(uuidString: conversation) {
-            id = existing
+        let session = ChatSession(client: client, user: user)
+        if let conversation, let id = UUID(uuidString: conversation) {
+            await session.open(id)
+        } else if let with {
+            await session.create(members: Self.names(with), title: nil)
         } else {
-            let members = with.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
-            id = try await client.createConversation(members: members).id
-            Self.say("created conversation \(id.uuidString.lowercased())")
+            await session.showInbox()
         }
+        for await text in Self.standardInputLines() {
+            guard await session.handle(text) else { break }
+        }
+        await session.close()
+    }
 
-        var timeline = Timeline(conversationId: id)
-        timeline.apply(.pageLoaded(try await client.page(of: id, limit: 20)))
-        for message in timeline.messages.reversed() { Self.say(Self.line(message)) }
-        let lastSeq = timeline.lastSeq
-        Self.say("-- \(user) in \(id.uuidString.lowercased()); type a message and press return, Ctrl-D to leave --")
-
-        let live = Task {
-            var wasDown = false
-            do {
-                for try await event in client.live(conversation: id, after: lastSeq) {
-                    switch event {
-                    case .message(let message): Self.say(Self.line(message))
-                    case .updated(let message): Self.say(Self.line(message) + (message.deleted ? "" : " (edited)"))
-                    case .typing(let other): Self.say("   \(other) is typing…")
-                    case .disconnected(let reason):
-                        wasDown = true
-                        Self.say("-- disconnected (\(reason)); reconnecting --")
-                    case .connected:
-                        if wasDown { Self.say("-- connected again --") }
-                        wasDown = false
-                    case .read: break
-                    case .memberRemoved: Self.say("-- you were removed from this conversation --")
-                    }
-                }
-            } catch {
-                Self.say("-- live delivery ended: \(error.localizedDescription) --")
-            }
-        }
-        for await text in Self.standardInputLines() where !text.trimmingCharacters(in: .whitespaces).isEmpty {
-            do {
-                _ = try await client.send(text, to: id)
-            } catch {
-                Self.say("-- not sent: \(error.localizedDescription) --")
-            }
-        }
-        live.cancel()
+    static func names(_ list: String) -> [String] {
+        list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
     }
 
     /// One line out at once, even when the output is a pipe (print buffers it).
     static func say(_ text: String) {
         FileHandle.standardOutput.write(Data((text + "\n").utf8))
-    }
-
-    static func line(_ message: Message) -> String {
-        let time = ScrollbackJSON.formatTimestamp(message.createdAt).dropFirst(11).prefix(8)
-        return "[\(message.seq)] \(time) \(message.sender): \(message.deleted ? "(deleted)" : message.body)"
     }
 
     /// Lines typed, read on a thread of their own (reading blocks).
@@ -103,5 +76,233 @@ struct Chat: AsyncParsableCommand {
             }
             reader.start()
         }
+    }
+}
+
+/// What the terminal shows: the inbox, or one conversation. Each view is a
+/// feed of the kit and a task that prints its updates; the session only
+/// decides which one runs and turns typed lines into calls.
+actor ChatSession {
+    let client: ScrollbackClient
+    let user: String
+    private var inbox: InboxFeed?
+    private var inboxPrinter: Task<Void, Never>?
+    /// The last list printed, for /open N.
+    private var listed: [Conversation] = []
+    /// Whether the loaded list has been printed once.
+    private var listShown = false
+    private var feed: ConversationFeed?
+    private var feedPrinter: Task<Void, Never>?
+
+    init(client: ScrollbackClient, user: String) {
+        self.client = client
+        self.user = user
+    }
+
+    // MARK: The inbox
+
+    /// Opens the inbox (a conversation open is closed first).
+    func showInbox() {
+        closeConversation()
+        if inbox == nil {
+            let feed = client.inboxFeed()
+            inbox = feed
+            Chat.say("-- inbox of \(user): /open N, /new bob,carol [title], /more, /list, /quit --")
+            inboxPrinter = Task { [weak self] in
+                for await (inbox, change) in feed.updates {
+                    await self?.inboxChanged(inbox, change)
+                }
+                if let failure = feed.failure { Chat.say("-- the inbox ended: \(failure.localizedDescription) --") }
+            }
+            feed.start()
+        } else {
+            Task { [weak self] in
+                guard let self, let inbox = await self.inbox?.inbox else { return }
+                await self.printList(inbox.conversations)
+            }
+        }
+    }
+
+    private func inboxChanged(_ inbox: Inbox, _ change: InboxChange) {
+        guard feed == nil else {
+            listed = inbox.conversations
+            return  // a conversation is open: the inbox keeps itself up to date quietly
+        }
+        guard listShown else {
+            if inbox.isLoaded {
+                printList(inbox.conversations)
+                listShown = true
+            }
+            return
+        }
+        listed = inbox.conversations
+        // The rows that changed, where they stand now: new activity moves a
+        // conversation up, a read brings its unread count down.
+        let rows = Set(change.updated + change.inserted + change.moved.map(\.to)).sorted()
+        for row in rows where row < inbox.conversations.count {
+            Chat.say("  * " + Self.line(row + 1, inbox.conversations[row]))
+        }
+        for _ in change.removed { Chat.say("  - a conversation left your list (/list)") }
+    }
+
+    private func printList(_ conversations: [Conversation]) {
+        listed = conversations
+        if conversations.isEmpty { Chat.say("  (no conversations yet: /new bob,carol)") }
+        for (index, conversation) in conversations.enumerated() {
+            Chat.say("  " + Self.line(index + 1, conversation))
+        }
+    }
+
+    static func line(_ number: Int, _ conversation: Conversation) -> String {
+        let unread = conversation.unreadCount > 0 ? "[\(conversation.unreadCount) unread] " : ""
+        let title = conversation.title ?? conversation.members.joined(separator: ", ")
+        let preview = conversation.lastMessage.map { message in
+            ": \(message.sender): " + (message.deleted ? "(deleted)" : String(message.body.prefix(60)))
+        } ?? ""
+        return "\(number). \(unread)\(title)\(preview)"
+    }
+
+    // MARK: A conversation
+
+    func open(_ id: UUID) {
+        closeConversation()
+        let feed = ConversationFeed(client: client, conversation: id, userId: user, pageSize: 20)
+        self.feed = feed
+        Chat.say("-- \(user) in \(id.uuidString.lowercased()): type and press return to send; /older, /read, /back --")
+        feedPrinter = Task {
+            var printer = ConversationPrinter()
+            for await (state, _) in feed.updates { printer.show(state) }
+        }
+        feed.start()
+    }
+
+    func create(members: [String], title: String?) async {
+        do {
+            let conversation = try await client.createConversation(title: title, members: members)
+            Chat.say("-- created \(conversation.id.uuidString.lowercased()) --")
+            open(conversation.id)
+        } catch {
+            Chat.say("-- not created: \(error.localizedDescription) --")
+        }
+    }
+
+    private func closeConversation() {
+        feed?.stop()
+        feedPrinter?.cancel()
+        feed = nil
+        feedPrinter = nil
+    }
+
+    // MARK: What is typed
+
+    /// False to leave.
+    func handle(_ text: String) async -> Bool {
+        let line = text.trimmingCharacters(in: .whitespaces)
+        guard !line.isEmpty else { return true }
+        let words = line.split(separator: " ", maxSplits: 2).map(String.init)
+        switch words[0] {
+        case "/quit":
+            return false
+        case "/back", "/inbox":
+            showInbox()
+        case "/list":
+            showInbox()
+        case "/more":
+            inbox?.loadMore()
+        case "/open":
+            guard words.count > 1 else {
+                Chat.say("-- /open N (a number of the list) or /open <conversation id> --")
+                break
+            }
+            if let number = Int(words[1]), listed.indices.contains(number - 1) {
+                open(listed[number - 1].id)
+            } else if let id = UUID(uuidString: words[1]) {
+                open(id)
+            } else {
+                Chat.say("-- no conversation \(words[1]) in the list (/list) --")
+            }
+        case "/new":
+            guard words.count > 1 else {
+                Chat.say("-- /new bob,carol [title] --")
+                break
+            }
+            await create(members: Chat.names(words[1]), title: words.count > 2 ? words[2] : nil)
+        case "/older":
+            feed?.loadOlder()
+        case "/read":
+            guard let feed else { break }
+            do {
+                if let marker = try await feed.markRead() { Chat.say("-- read up to \(marker.readSeq) --") }
+            } catch {
+                Chat.say("-- not marked: \(error.localizedDescription) --")
+            }
+        default:
+            guard let feed else {
+                Chat.say("-- open a conversation first (/open N, /new bob,carol) --")
+                break
+            }
+            do {
+                try await feed.send(line)
+            } catch {
+                Chat.say("-- not sent (it stays pending; it is retried with the same id): \(error.localizedDescription) --")
+            }
+        }
+        return true
+    }
+
+    func close() {
+        closeConversation()
+        inbox?.stop()
+        inboxPrinter?.cancel()
+    }
+}
+
+/// Prints a conversation's state as lines: each message once, in seq order
+/// (older pages under a heading), a pending send once and again when it is
+/// stored, edits and deletions, and the connection coming and going.
+struct ConversationPrinter {
+    private var shown: [Int64: Int64] = [:]  // seq -> version printed
+    private var pending: Set<String> = []
+    private var connection: ConversationFeed.Connection = .idle
+    private var oldest: Int64?
+
+    mutating func show(_ state: ConversationFeed.State) {
+        if state.connection != connection {
+            switch state.connection {
+            case .reconnecting(let reason): Chat.say("-- disconnected (\(reason)); reconnecting --")
+            case .live where connection != .connecting && connection != .idle: Chat.say("-- connected again --")
+            case .ended: Chat.say("-- this conversation ended" + (state.failure.map { ": \($0.localizedDescription)" } ?? "") + " --")
+            default: break
+            }
+            connection = state.connection
+        }
+        let messages = state.timeline.messages.sorted { $0.seq < $1.seq }
+        let older = messages.filter { message in oldest.map { message.seq < $0 } ?? false && shown[message.seq] == nil }
+        if !older.isEmpty {
+            Chat.say("-- earlier --")
+            for message in older { print(message) }
+            Chat.say("-- (end of earlier) --")
+        }
+        for message in messages where shown[message.seq] == nil { print(message) }
+        for message in messages where shown[message.seq]! < message.version {
+            shown[message.seq] = message.version
+            Chat.say(Self.line(message) + (message.deleted ? "" : " (edited)"))
+        }
+        for item in state.timeline.items {
+            guard let send = item.pendingSend, !pending.contains(send.clientId) else { continue }
+            pending.insert(send.clientId)
+            Chat.say("   … \(send.sender): \(send.body)")
+        }
+    }
+
+    private mutating func print(_ message: Message) {
+        shown[message.seq] = message.version
+        oldest = min(oldest ?? message.seq, message.seq)
+        Chat.say(Self.line(message))
+    }
+
+    static func line(_ message: Message) -> String {
+        let time = ScrollbackJSON.formatTimestamp(message.createdAt).dropFirst(11).prefix(8)
+        return "[\(message.seq)] \(time) \(message.sender): \(message.deleted ? "(deleted)" : message.body)"
     }
 }

@@ -48,6 +48,7 @@ import Testing
             let misfits = NIOLockedValueBox<[String]>([])
             let views = feeds.map { Self.follow($0, misfits: misfits) }
             defer { for view in views { view.cancel() } }
+            for feed in feeds { feed.start() }
             let fresh = clients["alice"]![0]
             try await Self.untilEqual(feeds, fresh, "seed \(seed), start")
 
@@ -118,6 +119,7 @@ import Testing
             }
             let feed = Self.client(cluster, "alice", http).inboxFeed(pageSize: 4)
             defer { feed.stop() }
+            feed.start()
             // Newest first: c11 ... c8 on the first page.
             var inbox = try await Self.until(feed, "the first page") { $0.isLoaded && !$0.isLoadingPage }
             #expect(inbox.conversations.map(\.title) == ["c11", "c10", "c9", "c8"] && inbox.hasMore)
@@ -226,7 +228,7 @@ import Testing
     /// to the rows it shows; a change that does not give the feed's rows is
     /// reported.
     static func follow(_ feed: InboxFeed, misfits: NIOLockedValueBox<[String]>) -> Task<Void, Never> {
-        let updates = feed.updates()
+        let updates = feed.updates
         return Task {
             var rows: [UUID] = []
             for await (inbox, change) in updates {
