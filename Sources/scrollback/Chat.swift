@@ -271,7 +271,9 @@ struct ConversationPrinter {
             switch state.connection {
             case .reconnecting(let reason): Chat.say("-- disconnected (\(reason)); reconnecting --")
             case .live where connection != .connecting && connection != .idle: Chat.say("-- connected again --")
-            case .ended: Chat.say("-- this conversation ended" + (state.failure.map { ": \($0.localizedDescription)" } ?? "") + " --")
+            case .ended:
+                // Ended by itself (left, removed, refused); not when the user went back.
+                if let failure = state.failure { Chat.say("-- this conversation ended: \(failure.localizedDescription) --") }
             default: break
             }
             connection = state.connection
