@@ -1,7 +1,6 @@
 import Foundation
 import NIOConcurrencyHelpers
 import ScrollbackModels
-import WSClient
 
 /// The user's conversation list, live: an `Inbox` kept current by the inbox
 /// stream, for an app to bind its inbox screen to.
@@ -299,64 +298,36 @@ actor InboxRunner {
         }
     }
 
-    /// One socket, from connecting to its loss (or the feed stopping).
+    /// One socket, from connecting to its loss (or the feed stopping). The
+    /// socket is a `LiveSocket`, as a conversation's live stream uses: it
+    /// authenticates, reports what happens to it, and a hung upgrade given
+    /// up here sends and delivers nothing if it succeeds later.
     private nonisolated func session(bearer: String) async throws {
-        let client = client
-        let attempt = ConnectionAttempt()
-        // The socket's handler runs in the connection's own task, which the
-        // feed's cancellation does not reach: stopping is told to it.
-        let (stopping, stop) = AsyncStream.makeStream(of: Never.self)
-        try await withTaskCancellationHandler {
-            _ = try await attempt.run(upgradeTimeout: client.subscribeTimeout) {
-                try await WebSocketClient.connect(
-                    url: client.streamURL, configuration: ScrollbackClient.socketConfiguration,
-                    logger: ScrollbackClient.socketLogger
-                ) { inbound, outbound, _ in
-                    // An attempt given up while its upgrade hung must not touch the inbox.
-                    guard attempt.upgraded() else { return }
-                    try await outbound.send(.auth(token: bearer))
-                    for frame in await self.apply(.connected) { try await outbound.send(frame) }
-                    try await withThrowingTaskGroup(of: Bool.self) { group in
-                        group.addTask {
-                            try await self.read(inbound)
-                            return true
-                        }
-                        // Stopping closes the socket as the protocol asks: the
-                        // server's answer ends the reader (or the wait does).
-                        group.addTask {
-                            for await _ in stopping {}
-                            try? await outbound.close(.normalClosure, reason: "stopped")
-                            try await Task.sleep(for: ScrollbackClient.socketConfiguration.closeTimeout)
-                            return true
-                        }
-                        // A socket that is not subscribed in time (a stalled
-                        // database, a server that answers nothing) is given up.
-                        group.addTask {
-                            try await Task.sleep(for: client.subscribeTimeout)
-                            return false
-                        }
-                        while let ended = try await group.next(), !ended {
-                            guard await self.inbox.isLive else {
-                                throw ScrollbackError.transport(
-                                    message: "The inbox was not subscribed within \(client.subscribeTimeout).")
-                            }
-                        }
-                        group.cancelAll()
-                    }
-                }
-            }
-        } onCancel: {
-            stop.finish()
+        let (events, sink) = AsyncStream.makeStream(of: LiveSocket.Event.self)
+        let socket = LiveSocket(number: 0, url: client.streamURL, token: bearer, inbox: sink)
+        defer { socket.close() }
+        // A socket that is not subscribed in time (a hung upgrade, a stalled
+        // database, a server that answers nothing) is given up.
+        let deadline = Task { [subscribeTimeout = client.subscribeTimeout] in
+            try? await Task.sleep(for: subscribeTimeout)
+            sink.yield(LiveSocket.Event(socket: nil, input: .timerFired(.subscribeDeadline(attempt: 0))))
         }
-    }
-
-    /// Applies the socket's frames until it closes.
-    private nonisolated func read(_ inbound: WebSocketInboundStream) async throws {
-        for try await message in inbound.messages(maxSize: APILimits.maxStreamFrameBytes * 4) {
-            guard case .text(let text) = message,
-                let frame = try? ScrollbackJSON.decoder().decode(ServerFrame.self, from: Data(text.utf8))
-            else { continue }
-            try await receive(frame)
+        defer { deadline.cancel() }
+        for await event in events {
+            switch event.input {
+            case .opened:
+                for frame in await apply(.connected) { await socket.send(frame) }
+            case .received(let frame):
+                try await receive(frame)
+            case .timerFired:
+                guard await inbox.isLive else {
+                    throw ScrollbackError.transport(message: "The inbox was not subscribed within \(client.subscribeTimeout).")
+                }
+            case .closed, .failed:
+                return
+            default:
+                continue
+            }
         }
     }
 
@@ -376,64 +347,5 @@ actor InboxRunner {
         let wasLive = inbox.isLive
         apply(.connectionDropped)
         return wasLive
-    }
-}
-
-extension WebSocketOutboundWriter {
-    /// Sends a frame of the live stream as a JSON text frame.
-    fileprivate func send(_ frame: ClientFrame) async throws {
-        try await write(.text(String(decoding: try ScrollbackJSON.encoder().encode(frame), as: UTF8.self)))
-    }
-}
-
-
-/// One connection attempt of an inbox socket. WSClient's connect has no
-/// timeout of its own, and a connection that was accepted but never answers
-/// its upgrade (a server in the middle of shutting down, a proxy whose
-/// backend is gone) would wait forever: past `upgradeTimeout` without an
-/// upgrade the attempt is given up (its task is left to end with its
-/// connection) and the stream tries again.
-final class ConnectionAttempt: Sendable {
-    private enum Phase { case connecting, upgraded, abandoned }
-    private let phase = NIOLockedValueBox(Phase.connecting)
-
-    /// Called when the upgrade succeeded; false if the attempt was given up.
-    func upgraded() -> Bool {
-        phase.withLockedValue { phase in
-            guard phase == .connecting else { return false }
-            phase = .upgraded
-            return true
-        }
-    }
-
-    private func abandon() -> Bool {
-        phase.withLockedValue { phase in
-            guard phase == .connecting else { return false }
-            phase = .abandoned
-            return true
-        }
-    }
-
-    func run<T: Sendable>(upgradeTimeout: Duration, _ connect: @escaping @Sendable () async throws -> T) async throws -> T {
-        let once = NIOLockedValueBox<CheckedContinuation<T, any Error>?>(nil)
-        return try await withCheckedThrowingContinuation { continuation in
-            once.withLockedValue { $0 = continuation }
-            let work = Task {
-                let result: Result<T, any Error>
-                do {
-                    result = .success(try await connect())
-                } catch {
-                    result = .failure(error)
-                }
-                once.withLockedValue { $0.take() }?.resume(with: result)
-            }
-            Task {
-                try? await Task.sleep(for: upgradeTimeout)
-                guard self.abandon() else { return }
-                work.cancel()
-                once.withLockedValue { $0.take() }?.resume(
-                    throwing: ScrollbackError.transport(message: "The WebSocket upgrade got no answer within \(upgradeTimeout)."))
-            }
-        }
     }
 }

@@ -158,7 +158,7 @@ extension ScrollbackClient {
 /// whose backend is gone), which WSClient's connect would wait on forever
 /// and the protocol's subscribe deadline gives up, is left to end with its
 /// connection, and sends and delivers nothing if it succeeds later.
-private final class LiveSocket: Sendable {
+final class LiveSocket: Sendable {
     struct Event: Sendable {
         /// The socket it is about; nil for a timer.
         var socket: Int?

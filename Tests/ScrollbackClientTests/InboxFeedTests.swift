@@ -141,6 +141,39 @@ import Testing
         } }
     }
 
+    /// A socket accepted but never upgraded (a server stopping, a proxy
+    /// whose backend is gone) is given up after the client's timeout and
+    /// the next one subscribes; a message sent meanwhile reaches the inbox.
+    @Test func anUpgradeThatNeverAnswersIsGivenUpAndTheInboxComesBack() async throws {
+        try await LiveCluster.run { cluster in try await Self.withHTTP { http in
+            let proxy = try CuttingProxy(upstreamPort: cluster.instances[0].port)
+            defer { proxy.stop() }
+            let bob = Self.client(cluster, "bob", http)
+            let id = try await bob.createConversation(title: "Plans", members: ["alice"]).id
+            let patient = ScrollbackClient(
+                baseURL: "http://127.0.0.1:\(proxy.port)", http: http,
+                retry: RetryPolicy(initialDelay: .milliseconds(50), maxDelay: .milliseconds(200)), timeout: .seconds(5),
+                token: { try await cluster.token("alice") })
+            let feed = patient.inboxFeed()
+            defer { feed.stop() }
+            feed.start()
+            _ = try await Self.until(feed, "live and loaded") { $0.isLive && $0.isLoaded }
+            // The socket is cut and its next connection is held unanswered.
+            proxy.swallowNewConnections(true)
+            proxy.cutAll()
+            _ = try await Self.until(feed, "the socket lost") { !$0.isLive }
+            _ = try await Self.until(feed, "a reconnection held") { _ in proxy.heldConnections > 0 }
+            let held = ContinuousClock.now
+            proxy.stopSwallowingButKeepHeld()
+            _ = try await bob.send("while you were away", to: id)
+            let inbox = try await Self.until(feed, "the message, after the hung upgrade") {
+                $0.isLive && $0[id]?.lastMessage?.body == "while you were away"
+            }
+            #expect(inbox[id]?.unreadCount == 1)
+            #expect(ContinuousClock.now - held >= .seconds(4), "live again only once the hung upgrade (5 s timeout) was given up")
+        } }
+    }
+
     /// Updates through completion handlers; `stop()` closes the socket and
     /// ends them with no error, and nothing arrives afterwards.
     @Test func completionHandlersGetEveryStateUntilStop() async throws {
