@@ -138,7 +138,17 @@ public struct Inbox: Sendable, Equatable {
         case .memberAdded(let conversation, let at):
             cursor = at
             removedIds.remove(conversation.id)
-            merge(conversation)
+            if byId[conversation.id] != nil || isAboveFrontier(conversation.activity) {
+                merge(conversation)
+            } else {
+                // Further down than the pages loaded so far (an addition to
+                // a quiet conversation, or a repeat of one from before the
+                // cursor): it waits for its page, as such a line does.
+                let line = InboxActivity(conversation)
+                if waiting[conversation.id].map({ Self.rank($0) < Self.rank(line) }) ?? true {
+                    waiting[conversation.id] = line
+                }
+            }
         case .inboxRead(let id, _, let seq, let unreadCount, let at):
             cursor = at
             guard !removedIds.contains(id) else { break }
@@ -276,13 +286,19 @@ public struct Inbox: Sendable, Equatable {
     private mutating func fetchRequests() -> [InboxEffect] {
         guard let frontier else { return [] }
         let due = waiting.values.filter { line in
-            byId[line.conversationId] == nil && fetching[line.conversationId] == nil
-                && (frontier == .min || line.activity > frontier)
+            byId[line.conversationId] == nil && fetching[line.conversationId] == nil && isAboveFrontier(line.activity)
         }
         return due.sorted { $0.activity > $1.activity }.map { line in
             fetching[line.conversationId] = pass
             return .fetchConversation(line.conversationId)
         }
+    }
+
+    /// Whether a conversation with this activity belongs in the part of
+    /// the list loaded so far (false before the first page).
+    private func isAboveFrontier(_ activity: Int64) -> Bool {
+        guard let frontier else { return false }
+        return frontier == .min || activity > frontier
     }
 
     private mutating func rebuild() {

@@ -128,6 +128,32 @@ import Testing
         #expect(inbox.apply(.moreRequested).effects == [.loadPage(InboxPageRequest(cursor: "q3", pass: 0))])
     }
 
+    /// `member_added` shows a conversation at once only where the loaded
+    /// pages reach: one further down (added to a quiet conversation, or a
+    /// repeat of an addition from before the cursor) comes with its page,
+    /// so the list stays a prefix of the whole list.
+    @Test func anAdditionBelowTheLoadedPagesWaitsForItsPageAndOneAboveShowsAtOnce() {
+        var inbox = Self.subscribed()
+        // Before the first page: nothing is shown yet.
+        inbox.apply(.frame(.memberAdded(Self.conversation(c, version: 2, activity: 10), cursor: "11")))
+        #expect(inbox.conversations.isEmpty)
+        let first = InboxPageRequest(cursor: nil, pass: 0)
+        inbox.apply(.pageLoaded(Self.list([Self.conversation(a, activity: 50), Self.conversation(b, activity: 40)], next: "p2"), for: first))
+        #expect(inbox.conversations.map(\.id) == [a, b], "c is further down")
+        let below = inbox.apply(.frame(.memberAdded(Self.conversation(d, version: 3, activity: 20), cursor: "12")))
+        #expect(below.change.isEmpty && below.effects.isEmpty && inbox[d] == nil)
+        let above = inbox.apply(.frame(.memberAdded(Self.conversation(e, version: 1, activity: 60), cursor: "13")))
+        #expect(above.change == InboxChange(inserted: [0]) && inbox.conversations.map(\.id) == [e, a, b])
+        // Their page brings them, with the newer state the frames told of.
+        let next = InboxPageRequest(cursor: "p2", pass: 0)
+        #expect(inbox.apply(.moreRequested).effects == [.loadPage(next)])
+        inbox.apply(.pageLoaded(
+            Self.list([Self.conversation(d, version: 1, activity: 20), Self.conversation(c, version: 1, activity: 10)], next: nil),
+            for: next))
+        #expect(inbox.conversations.map(\.id) == [e, a, b, d, c])
+        #expect(inbox[d]?.version == 3 && inbox[c]?.version == 2)
+    }
+
     @Test func aRemovedConversationIsNotShownAgainUntilTheUserIsAddedBack() {
         var inbox = Self.subscribed()
         let request = InboxPageRequest(cursor: nil, pass: 0)
