@@ -23,7 +23,7 @@ public final class InboxFeed: Sendable {
 
     private let broadcast: InboxBroadcast
     private let runner: InboxRunner
-    /// Nil before `start()`; `stopped` once stopped.
+    /// `idle` before `start()`, `stopped` after `stop()`.
     private let task = NIOLockedValueBox<Run>(.idle)
 
     private enum Run {

@@ -159,19 +159,24 @@ public final class LiveCluster: Sendable {
 
     /// Stops an instance gracefully, as SIGTERM does. A graceful stop that
     /// has not ended after `limit` is a fault (something the server waits on
-    /// never ends): the instance is then cancelled, so the test fails with
-    /// that rather than hanging the run.
+    /// never ends): the instance is then cancelled and left behind, and the
+    /// test fails with that rather than hanging the run.
     private func stop(_ instance: Instance, within limit: Duration = .seconds(60)) async throws {
         await instance.group.triggerGracefulShutdown()
-        let overdue = NIOLockedValueBox(false)
-        let watchdog = Task {
-            try await Task.sleep(for: limit)
-            overdue.withLockedValue { $0 = true }
-            instance.done.cancel()
+        let outcome = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Void, any Error>?, Never>) in
+            let first = NIOLockedValueBox<CheckedContinuation<Result<Void, any Error>?, Never>?>(continuation)
+            let watchdog = Task {
+                try await Task.sleep(for: limit)
+                instance.done.cancel()
+                first.withLockedValue { $0.take() }?.resume(returning: nil)
+            }
+            Task {
+                let result = await instance.done.result
+                watchdog.cancel()
+                first.withLockedValue { $0.take() }?.resume(returning: result)
+            }
         }
-        let outcome = await instance.done.result
-        watchdog.cancel()
-        if overdue.withLockedValue({ $0 }) { throw ShutdownOverdue(port: instance.port, limit: limit) }
+        guard let outcome else { throw ShutdownOverdue(port: instance.port, limit: limit) }
         try outcome.get()
     }
 
