@@ -80,7 +80,7 @@ public final class LiveCluster: Sendable {
                 url: url, schema: schema, options: options, logger: logger, configuration: configuration,
                 tokens: try await TokenAuthority(secret: Self.secret))
             for index in 0..<count {
-                let instance = try await cluster.start(port: 0, migrate: index == 0)
+                let instance = try await cluster.startOnAPrivatePort(migrate: index == 0)
                 cluster.running.withLockedValue { $0.append(instance) }
             }
             let outcome: Result<Void, any Error>
@@ -110,6 +110,23 @@ public final class LiveCluster: Sendable {
         running.withLockedValue { $0[index] = restarted }
     }
 
+    /// Starts an instance on a port below the kernel's ephemeral range
+    /// (32768 and up), chosen at random and tried again when taken. A
+    /// restart binds the same port again; a port the kernel hands out for
+    /// port 0 or for a client's connection could meanwhile be taken by any
+    /// other test, and the restarted instance could not start.
+    private func startOnAPrivatePort(migrate: Bool) async throws -> Instance {
+        var failures: [String] = []
+        for _ in 0..<20 {
+            do {
+                return try await start(port: Int.random(in: 20_000..<32_000), migrate: migrate)
+            } catch let failure as StartFailure {
+                failures.append(failure.description)
+            }
+        }
+        throw StartFailure(port: 0, reason: "no free port in 20 tries: \(failures)")
+    }
+
     private func start(port: Int, migrate: Bool) async throws -> Instance {
         let store = ScrollbackStore(
             url: url,
@@ -128,8 +145,23 @@ public final class LiveCluster: Sendable {
             configuration: .init(
                 services: [.init(service: store), .init(service: app), .init(service: live)], logger: logger))
         let done = Task { try await group.run() }
+        // An instance that ends before it reports its port (its port is
+        // taken) ends the wait with its error, instead of leaving it waiting.
+        Task {
+            _ = await done.result
+            portReported.finish()
+        }
         var iterator = ports.makeAsyncIterator()
-        guard let bound = await iterator.next() else { throw CancellationError() }
+        guard let bound = await iterator.next() else {
+            let reason: String
+            do {
+                try await done.value
+                reason = "it stopped before it listened"
+            } catch {
+                reason = "\(error)"
+            }
+            throw StartFailure(port: port, reason: reason)
+        }
         let instance = Instance(port: bound, store: store, live: live, group: group, done: done)
         // Started means ready: sends made before the listener connects reach
         // subscribers only by its first catch-up, which tests should not
@@ -178,6 +210,12 @@ public final class LiveCluster: Sendable {
         }
         guard let outcome else { throw ShutdownOverdue(port: instance.port, limit: limit) }
         try outcome.get()
+    }
+
+    struct StartFailure: Error, CustomStringConvertible {
+        var port: Int
+        var reason: String
+        var description: String { "an instance did not start on port \(port): \(reason)" }
     }
 
     struct ShutdownOverdue: Error, CustomStringConvertible {
