@@ -10,7 +10,7 @@ import ServiceLifecycle
 /// is counted and timed there.
 public func buildRouter(
     store: ScrollbackStore, tokens: TokenAuthority, live: LiveDelivery, limiter: RateLimiter = RateLimiter(limits: RateLimits()),
-    metrics: ScrollbackMetrics? = nil
+    metrics: ScrollbackMetrics? = nil, demo: Bool = false
 ) -> Router<ScrollbackRequestContext> {
     let router = Router(context: ScrollbackRequestContext.self, options: .autoGenerateHeadEndpoints)
     router.add(middleware: RequestLogMiddleware(metrics: metrics?.http))
@@ -23,6 +23,7 @@ public func buildRouter(
     MessageController(store: store, limiter: limiter).addRoutes(to: v1)
     MessageChangeController(store: store).addRoutes(to: v1)
     StreamController.addPlainRoute(to: router)
+    if demo { DemoController(tokens: tokens).addRoutes(to: router) }
     router.add(middleware: MethodNotAllowedMiddleware(routes: router.routes.map { ($0.method, $0.path.description) }))
     return router
 }
@@ -47,7 +48,7 @@ public func buildApplication(
     let limiter = RateLimiter(limits: configuration.rateLimits) { action in metrics?.rateLimited(kind: action.rawValue) }
     let stream = StreamController(
         session: StreamSession(live: delivery, tokens: tokens, store: store, limiter: limiter, logger: logger),
-        allowedOrigins: configuration.allowedOrigins)
+        allowedOrigins: configuration.streamOrigins)
     let webSocketResponder = stream.webSocketRouter().buildResponder()
     let channelConfiguration = HTTP1WebSocketUpgradeChannel.Configuration(
         // Idle and slow connections are the slow-client guard's (see
@@ -61,7 +62,8 @@ public func buildApplication(
     let gate = ConnectionGate(limit: configuration.connections.maxConnections)
     let connections = configuration.connections
     var app = Application(
-        router: buildRouter(store: store, tokens: tokens, live: delivery, limiter: limiter, metrics: metrics),
+        router: buildRouter(
+            store: store, tokens: tokens, live: delivery, limiter: limiter, metrics: metrics, demo: configuration.demo),
         server: HTTPServerBuilder { responder in
             GuardedChildChannel(
                 base: HTTP1WebSocketUpgradeChannel(

@@ -8,6 +8,10 @@ import ScrollbackStore
 public struct ScrollbackConfiguration: Sendable {
     /// `HOST` (`--host`): the address to listen on.
     public var host = "127.0.0.1"
+    /// `SCROLLBACK_DEMO` (`--demo`): serve the web client at `/` and the
+    /// demo's token route (`POST /demo/token`). Off by default; refused on a
+    /// non-loopback `host` unless `SCROLLBACK_DEMO_PUBLIC` (`--demo-public`).
+    public var demo = false
     /// `PORT` (`--port`): 0 to 65535 (0 picks a free port).
     public var port = 8080
     /// `SCROLLBACK_METRICS_PORT` (`--metrics-port`): where `GET /metrics`
@@ -53,6 +57,13 @@ public struct ScrollbackConfiguration: Sendable {
             return text
         }
         if let text = value("HOST") { host = text }
+        demo = try Self.flag(value("SCROLLBACK_DEMO"), "SCROLLBACK_DEMO")
+        let demoPublic = try Self.flag(value("SCROLLBACK_DEMO_PUBLIC"), "SCROLLBACK_DEMO_PUBLIC")
+        if demo, !demoPublic, !Self.isLoopback(host) {
+            throw Failure(
+                "The demo (--demo) hands a token for any user name to whoever asks, so it listens only on a loopback address (HOST=127.0.0.1, ::1 or localhost; got \(host)). Add --demo-public (SCROLLBACK_DEMO_PUBLIC=1) to serve it on \(host) anyway."
+            )
+        }
         if let text = value("PORT") { port = try Self.integer(text, "PORT", in: 0...65_535) }
         if let text = value("SCROLLBACK_METRICS_PORT") {
             metricsPort = try Self.integer(text, "SCROLLBACK_METRICS_PORT", in: 0...65_535)
@@ -137,6 +148,31 @@ public struct ScrollbackConfiguration: Sendable {
     }
 
     /// Seconds, above 0 and at most an hour; fractions allowed (0.5).
+    /// The origins whose pages may open the live stream: those of
+    /// `SCROLLBACK_ALLOWED_ORIGINS`, and with the demo, the demo's own page.
+    var streamOrigins: AllowedOrigins {
+        var origins = allowedOrigins
+        origins.allowsSameOrigin = demo
+        return origins
+    }
+
+    /// A yes/no setting: `1`, `true`, `yes` or `0`, `false`, `no`; absent is no.
+    static func flag(_ text: String?, _ name: String) throws -> Bool {
+        guard let text else { return false }
+        switch text.lowercased() {
+        case "1", "true", "yes": return true
+        case "0", "false", "no": return false
+        default: throw Failure("\(name) must be 1 or 0 (got \(text)).")
+        }
+    }
+
+    /// Whether `host` is a loopback address (or `localhost`).
+    static func isLoopback(_ host: String) -> Bool {
+        if host == "localhost" || host == "::1" || host == "[::1]" { return true }
+        let parts = host.split(separator: ".", omittingEmptySubsequences: false)
+        return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { UInt8($0) != nil }
+    }
+
     static func seconds(_ text: String, _ name: String) throws -> Duration {
         guard let seconds = Double(text), seconds.isFinite, seconds > 0, seconds <= 3600 else {
             throw Failure("\(name) must be a number of seconds above 0 and at most 3600 (got \(text)).")

@@ -68,7 +68,8 @@ struct StreamController {
         router.ws(
             RouterPath(Self.path),
             shouldUpgrade: { [allowedOrigins] request, context in
-                guard allowedOrigins.allows(request.headers[values: .origin]) else { return .dontUpgrade }
+                guard allowedOrigins.allows(request.headers[values: .origin], host: request.head.authority)
+                else { return .dontUpgrade }
                 // A socket has pings and its own deadlines, not a request's.
                 if let channel = context.channel { SlowClientGuard.exempt(channel) }
                 return .upgrade([:])
@@ -102,6 +103,9 @@ struct StreamController {
 /// such as swift-websocket send), is not a browser page and is allowed.
 public struct AllowedOrigins: Sendable, Equatable {
     public var origins: Set<String>
+    /// Whether a page served by this server itself (its `Origin` names the
+    /// `Host` the request was sent to) may open a socket: the demo's page.
+    public var allowsSameOrigin = false
 
     public init(_ origins: some Sequence<String>) {
         self.origins = Set(origins.map { Self.normalized($0) }.filter { !$0.isEmpty })
@@ -116,6 +120,19 @@ public struct AllowedOrigins: Sendable, Equatable {
     /// value must be allowed.
     public func allows(_ values: [String]) -> Bool {
         values.allSatisfy(allows)
+    }
+
+    /// As `allows(_:)`, and a page of this server (an `Origin` of `host`)
+    /// when `allowsSameOrigin`.
+    public func allows(_ values: [String], host: String?) -> Bool {
+        values.allSatisfy { origin in
+            if allowsSameOrigin, let host, !host.isEmpty {
+                let origin = Self.normalized(origin)
+                let host = host.lowercased()
+                if origin == "http://" + host || origin == "https://" + host { return true }
+            }
+            return allows(origin)
+        }
     }
 
     public func allows(_ origin: String) -> Bool {

@@ -21,8 +21,16 @@ struct Serve: AsyncParsableCommand {
         help: "Port of GET /metrics, on the same host (overrides SCROLLBACK_METRICS_PORT; default none).")
     var metricsPort: String?
 
+    @Flag(help: "Serve the web client at / and a route that mints demo tokens (loopback addresses only).")
+    var demo = false
+
+    @Flag(name: .customLong("demo-public"), help: "With --demo, allow a non-loopback address (anyone may then mint tokens).")
+    var demoPublic = false
+
     func run() async throws {
         var flags: [String: String] = [:]
+        if demo { flags["SCROLLBACK_DEMO"] = "1" }
+        if demoPublic { flags["SCROLLBACK_DEMO_PUBLIC"] = "1" }
         flags["HOST"] = host
         flags["PORT"] = port
         flags["LOG_LEVEL"] = logLevel
@@ -44,6 +52,10 @@ struct Serve: AsyncParsableCommand {
         let metrics = ScrollbackMetrics()
         let store = ScrollbackStore(
             url: database.url, options: configuration.store, metrics: metrics.factory, logger: logger)
+        if configuration.demo {
+            let shown = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
+            print("The demo is at http://\(shown):\(configuration.port)/ (open it in two windows as two users)")
+        }
         try await runScrollback(configuration: configuration, store: store, metrics: metrics, logger: logger)
     }
 }

@@ -1,0 +1,206 @@
+#!/usr/bin/env python3
+"""The demo web client in headless Chromium, checked by geometry read from the DOM.
+
+Run by scripts/browser-test, which starts the server (`serve --demo`) first.
+Each check prints one line; any failure ends the run with a non-zero status.
+"""
+import argparse
+import json
+import sys
+import time
+import urllib.request
+
+from selenium import webdriver
+from selenium.webdriver.chrome.options import Options
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+
+failures = []
+
+
+def check(condition, what):
+    print(("ok    " if condition else "FAIL  ") + what, flush=True)
+    if not condition:
+        failures.append(what)
+
+
+class API:
+    """The HTTP API, as a user whose token the demo route minted."""
+
+    def __init__(self, url, user):
+        self.url = url
+        self.user = user
+        self.token = self.call("POST", "/demo/token", {"user": user}, auth=False)["token"]
+
+    def call(self, method, path, body=None, auth=True):
+        request = urllib.request.Request(self.url + path, method=method)
+        request.add_header("Content-Type", "application/json")
+        if auth:
+            request.add_header("Authorization", "Bearer " + self.token)
+        data = json.dumps(body).encode() if body is not None else None
+        with urllib.request.urlopen(request, data, timeout=30) as response:
+            return json.loads(response.read() or b"null")
+
+    def conversation(self, title, members, messages):
+        created = self.call("POST", "/v1/conversations", {"title": title, "members": members})
+        for n in range(1, messages + 1):
+            self.call("POST", f"/v1/conversations/{created['id']}/messages", {"body": f"{title} message {n}"})
+        return created["id"]
+
+
+def browser(width, height):
+    options = Options()
+    for argument in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                     f"--window-size={width},{height}", "--force-device-scale-factor=1"]:
+        options.add_argument(argument)
+    options.binary_location = "/usr/bin/chromium"
+    return webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+
+
+def until(driver, what, condition, seconds=15):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.02)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def sign_in(driver, url, user):
+    driver.get(url + "/")
+    driver.find_element(By.ID, "user").send_keys(user)
+    driver.find_element(By.CSS_SELECTOR, "#signin-form button").click()
+    until(driver, "the inbox", lambda: driver.find_elements(By.CSS_SELECTOR, "#conversations li"))
+
+
+def open_conversation(driver, conversation_id, count):
+    driver.find_element(By.CSS_SELECTOR, f'#conversations li[data-id="{conversation_id}"]').click()
+    until(driver, f"{count} messages", lambda: len(driver.find_elements(By.CSS_SELECTOR, "#messages li")) >= count)
+    time.sleep(0.2)  # one more frame for the padding and the scroll position
+
+
+GEOMETRY = """
+const viewport = document.getElementById('viewport');
+const items = [...document.querySelectorAll('#messages li')];
+const top = viewport.getBoundingClientRect().top;
+return {
+  viewport: viewport.clientHeight,
+  older: document.getElementById('older').offsetHeight,
+  content: document.getElementById('older').offsetHeight + document.getElementById('messages').offsetHeight,
+  padding: document.getElementById('padding').getBoundingClientRect().height,
+  scrollTop: viewport.scrollTop,
+  scrollHeight: viewport.scrollHeight,
+  firstTop: items.length ? items[0].getBoundingClientRect().top - top : null,
+  lastBottom: items.length ? items[items.length - 1].getBoundingClientRect().bottom - top : null,
+  lastSeq: items.length ? Number(items[items.length - 1].dataset.seq) : null,
+  count: items.length,
+};
+"""
+
+
+def geometry(driver):
+    return driver.execute_script(GEOMETRY)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--url", required=True)
+    parser.add_argument("--secret", help="unused: tokens come from the demo route")
+    parser.add_argument("--screenshots", default=".")
+    arguments = parser.parse_args()
+    url = arguments.url
+
+    alice = API(url, "alice")
+    short = alice.conversation("short", ["bob"], 3)
+    long = alice.conversation("long", ["bob"], 120)
+
+    first = browser(900, 700)
+    second = None
+    try:
+        sign_in(first, url, "alice")
+
+        # A short conversation sits at the top; the padding fills the rest.
+        open_conversation(first, short, 3)
+        g = geometry(first)
+        expected = max(g["viewport"] - g["content"], 0)
+        check(abs(g["padding"] - expected) <= 1,
+              f"short: padding {g['padding']:.1f} px = max(viewport {g['viewport']} - content {g['content']}, 0) = {expected}")
+        check(g["scrollTop"] == 0 and abs(g["firstTop"] - g["older"]) <= 1,
+              f"short: the three messages sit at the top (the first at {g['firstTop']:.1f} px, under the {g['older']} px heading; not scrolled)")
+        check(abs(g["lastBottom"] + g["padding"] - g["viewport"]) <= 1,
+              f"short: the newest message's bottom plus the padding is the viewport's bottom ({g['lastBottom']:.1f} + {g['padding']:.1f} vs {g['viewport']})")
+        first.save_screenshot(f"{arguments.screenshots}/short.png")
+
+        # Resizing the window recomputes the padding.
+        first.set_window_size(900, 500)
+        time.sleep(0.3)
+        r = geometry(first)
+        expected = max(r["viewport"] - r["content"], 0)
+        check(r["viewport"] < g["viewport"] and abs(r["padding"] - expected) <= 1,
+              f"resize: viewport {g['viewport']} -> {r['viewport']} px, padding {r['padding']:.1f} = {expected}")
+        first.set_window_size(900, 700)
+        time.sleep(0.3)
+
+        # A long conversation opens pinned to its newest message.
+        open_conversation(first, long, 50)
+        g = geometry(first)
+        check(g["lastSeq"] == 120, f"long: the newest message (seq {g['lastSeq']}) is the last one")
+        check(abs(g["scrollTop"] + g["viewport"] - g["scrollHeight"]) <= 1 and g["padding"] == 0,
+              f"long: pinned to the bottom (scrollTop {g['scrollTop']} + {g['viewport']} = {g['scrollHeight']}), no padding")
+        first.save_screenshot(f"{arguments.screenshots}/long.png")
+
+        # An older page loads above without moving what the reader looks at.
+        anchor = first.execute_script("""
+            const viewport = document.getElementById('viewport');
+            viewport.scrollTop = 100;
+            const top = viewport.getBoundingClientRect().top;
+            const item = [...document.querySelectorAll('#messages li')].find(i => i.getBoundingClientRect().bottom > top);
+            return { seq: item.dataset.seq, top: item.getBoundingClientRect().top };
+        """)
+        until(first, "the older page", lambda: geometry(first)["count"] > g["count"])
+        time.sleep(0.2)
+        moved = first.execute_script(
+            "return document.querySelector('#messages li[data-seq=\"' + arguments[0] + '\"]').getBoundingClientRect().top;",
+            anchor["seq"])
+        check(abs(moved - anchor["top"]) <= 1,
+              f"older page: {geometry(first)['count'] - g['count']} messages above, seq {anchor['seq']} stays at {anchor['top']:.1f} px ({moved:.1f})")
+
+        # A message from a second window appears live in the first.
+        open_conversation(first, short, 3)
+        second = browser(900, 700)
+        sign_in(second, url, "bob")
+        open_conversation(second, short, 3)
+        box = second.find_element(By.ID, "body")
+        box.send_keys("hello from bob")
+        sent = time.monotonic()
+        second.find_element(By.CSS_SELECTOR, "#compose button").click()
+        try:
+            until(first, "bob's message in alice's window",
+                  lambda: "hello from bob" in first.find_element(By.ID, "messages").text, seconds=10)
+        except AssertionError:
+            for name, window in [("alice", first), ("bob", second)]:
+                print(name, window.execute_script(
+                    "return JSON.stringify({socketOpen: state.socketOpen, open: state.open && state.open.id, "
+                    "lastSeq: state.open && state.open.lastSeq, pending: state.open && [...state.open.pending.keys()]})"))
+            raise
+        elapsed = time.monotonic() - sent
+        check(elapsed <= 1.0, f"live: bob's message reached alice's window in {elapsed * 1000:.0f} ms")
+        until(second, "bob's send acknowledged", lambda: not second.find_elements(By.CSS_SELECTOR, "#messages li.pending"))
+        texts = [item.text for item in first.find_elements(By.CSS_SELECTOR, "#messages li")]
+        check(sum("hello from bob" in text for text in texts) == 1, "live: shown once")
+        g = geometry(first)
+        check(abs(g["padding"] - max(g["viewport"] - g["content"], 0)) <= 1, "live: the padding follows the new content")
+    finally:
+        first.quit()
+        if second:
+            second.quit()
+
+    if failures:
+        print(f"{len(failures)} check(s) failed", flush=True)
+        sys.exit(1)
+    print("all checks passed", flush=True)
+
+
+if __name__ == "__main__":
+    main()
