@@ -6,8 +6,12 @@ Each check prints one line; any failure ends the run with a non-zero status.
 """
 import argparse
 import json
+import os
+import signal
+import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 
 from selenium import webdriver
@@ -46,6 +50,43 @@ class API:
         for n in range(1, messages + 1):
             self.call("POST", f"/v1/conversations/{created['id']}/messages", {"body": f"{title} message {n}"})
         return created["id"]
+
+
+class Server:
+    """`scrollback serve --demo`, with the environment this script was given."""
+
+    def __init__(self, binary, url, log):
+        self.binary = binary
+        self.url = url
+        self.log = open(log, "ab")
+        self.process = None
+
+    def start(self):
+        self.process = subprocess.Popen([self.binary, "serve", "--demo"], stdout=self.log, stderr=self.log, env=os.environ)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise AssertionError(f"the server exited with {self.process.returncode}")
+            try:
+                with urllib.request.urlopen(self.url + "/readyz", timeout=2) as response:
+                    if response.status == 200:
+                        return
+            except (urllib.error.URLError, ConnectionError, OSError):
+                pass
+            time.sleep(0.2)
+        raise AssertionError("the server did not become ready in 60 s")
+
+    def kill(self):
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(timeout=30)
+
+    def stop(self):
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
 
 
 def browser(width, height):
@@ -106,12 +147,31 @@ def geometry(driver):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--url", required=True)
-    parser.add_argument("--secret", help="unused: tokens come from the demo route")
+    parser.add_argument("--server", required=True, help="the scrollback binary")
+    parser.add_argument("--log", required=True, help="where the server's output goes")
     parser.add_argument("--screenshots", default=".")
     arguments = parser.parse_args()
     url = arguments.url
+    server = Server(arguments.server, url, arguments.log)
+    server.start()
+    try:
+        run(url, server, arguments.screenshots)
+    finally:
+        server.stop()
+    if failures:
+        print(f"{len(failures)} check(s) failed", flush=True)
+        sys.exit(1)
+    print("all checks passed", flush=True)
 
+
+def texts(driver):
+    """The rows' texts, read at once (the page replaces its rows as frames arrive)."""
+    return driver.execute_script("return [...document.querySelectorAll('#messages li')].map(i => i.innerText)")
+
+
+def run(url, server, screenshots):
     alice = API(url, "alice")
+    bob_api = API(url, "bob")
     short = alice.conversation("short", ["bob"], 3)
     long = alice.conversation("long", ["bob"], 120)
 
@@ -130,7 +190,7 @@ def main():
               f"short: the three messages sit at the top (the first at {g['firstTop']:.1f} px, under the {g['older']} px heading; not scrolled)")
         check(abs(g["lastBottom"] + g["padding"] - g["viewport"]) <= 1,
               f"short: the newest message's bottom plus the padding is the viewport's bottom ({g['lastBottom']:.1f} + {g['padding']:.1f} vs {g['viewport']})")
-        first.save_screenshot(f"{arguments.screenshots}/short.png")
+        first.save_screenshot(f"{screenshots}/short.png")
 
         # Resizing the window recomputes the padding.
         first.set_window_size(900, 500)
@@ -148,7 +208,7 @@ def main():
         check(g["lastSeq"] == 120, f"long: the newest message (seq {g['lastSeq']}) is the last one")
         check(abs(g["scrollTop"] + g["viewport"] - g["scrollHeight"]) <= 1 and g["padding"] == 0,
               f"long: pinned to the bottom (scrollTop {g['scrollTop']} + {g['viewport']} = {g['scrollHeight']}), no padding")
-        first.save_screenshot(f"{arguments.screenshots}/long.png")
+        first.save_screenshot(f"{screenshots}/long.png")
 
         # An older page loads above without moving what the reader looks at.
         anchor = first.execute_script("""
@@ -177,7 +237,7 @@ def main():
         second.find_element(By.CSS_SELECTOR, "#compose button").click()
         try:
             until(first, "bob's message in alice's window",
-                  lambda: "hello from bob" in first.find_element(By.ID, "messages").text, seconds=10)
+                  lambda: any("hello from bob" in t for t in texts(first)), seconds=10)
         except AssertionError:
             for name, window in [("alice", first), ("bob", second)]:
                 print(name, window.execute_script(
@@ -187,19 +247,47 @@ def main():
         elapsed = time.monotonic() - sent
         check(elapsed <= 1.0, f"live: bob's message reached alice's window in {elapsed * 1000:.0f} ms")
         until(second, "bob's send acknowledged", lambda: not second.find_elements(By.CSS_SELECTOR, "#messages li.pending"))
-        texts = [item.text for item in first.find_elements(By.CSS_SELECTOR, "#messages li")]
-        check(sum("hello from bob" in text for text in texts) == 1, "live: shown once")
+        check(sum("hello from bob" in text for text in texts(first)) == 1, "live: shown once")
         g = geometry(first)
         check(abs(g["padding"] - max(g["viewport"] - g["content"], 0)) <= 1, "live: the padding follows the new content")
+
+        # Typing, edits, deletions and read markers arrive live.
+        time.sleep(2.1)  # a page announces typing at most every 2 s
+        second.find_element(By.ID, "body").send_keys("t")
+        until(first, "bob is typing", lambda: first.find_element(By.ID, "typing").text == "bob is typing")
+        check(True, "live: alice sees \"bob is typing\"")
+        alice.call("PATCH", f"/v1/conversations/{short}/messages/1", {"body": "short message 1, edited"})
+        alice.call("DELETE", f"/v1/conversations/{short}/messages/2")
+        until(second, "the edit and the deletion in bob's window",
+              lambda: any("edited" in t for t in texts(second)) and any("(deleted)" in t for t in texts(second)))
+        check(len(texts(second)) == 4, f"live: an edit and a deletion replace their rows ({len(texts(second))} rows)")
+        until(first, "bob's read marker", lambda: any("seen by bob" in t for t in texts(first)))
+        check(True, "live: bob's read marker shows in alice's window")
+
+        # The server is killed and started again: the page reconnects and
+        # resumes from its last seq, with nothing lost or shown twice.
+        server.kill()
+        until(first, "the page to notice", lambda: first.find_element(By.ID, "connection").text != "")
+        server.start()
+        for n in range(1, 4):
+            bob_api.call("POST", f"/v1/conversations/{short}/messages", {"body": f"after the restart {n}"})
+        until(first, "the messages sent after the restart",
+              lambda: sum("after the restart" in t for t in texts(first)) >= 3, seconds=30)
+        until(first, "the page live again", lambda: first.find_element(By.ID, "connection").text == "")
+        shown = first.execute_script("return [...document.querySelectorAll('#messages li')].map(i => Number(i.dataset.seq))")
+        check(shown == list(range(1, len(shown) + 1)) and len(shown) == 7,
+              f"restart: every message once, in order, seqs {shown}")
+
+        # The server's own words for what it refuses.
+        first.find_element(By.ID, "new-members").send_keys("not a name!")
+        first.find_element(By.CSS_SELECTOR, "#new-form button").click()
+        until(first, "the error", lambda: first.find_element(By.ID, "error").is_displayed())
+        message = first.find_element(By.ID, "error").text
+        check("must be" in message, f"errors: the server's message is shown ({message!r})")
     finally:
         first.quit()
         if second:
             second.quit()
-
-    if failures:
-        print(f"{len(failures)} check(s) failed", flush=True)
-        sys.exit(1)
-    print("all checks passed", flush=True)
 
 
 if __name__ == "__main__":
