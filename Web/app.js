@@ -311,6 +311,20 @@ function stored(open, message) {
   }
 }
 
+$("add-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const user = $("add-user").value.trim();
+  if (!user || !state.open) return;
+  try {
+    const conversation = await api("POST", `/v1/conversations/${state.open.id}/members`, { user_id: user });
+    $("add-user").value = "";
+    $("title").textContent = nameOf(conversation);
+    reloadInboxSoon();
+  } catch (error) {
+    showError(error);
+  }
+});
+
 $("body").addEventListener("input", () => {
   if (!state.open || !state.socketOpen || Date.now() - state.typingSent < 2000) return;
   state.typingSent = Date.now();

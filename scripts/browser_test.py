@@ -278,6 +278,13 @@ def run(url, server, screenshots):
         check(shown == list(range(1, len(shown) + 1)) and len(shown) == 7,
               f"restart: every message once, in order, seqs {shown}")
 
+        # A member added from the page sees the conversation in their inbox.
+        first.find_element(By.ID, "add-user").send_keys("carol")
+        first.find_element(By.CSS_SELECTOR, "#add-form button").click()
+        carol = API(url, "carol")
+        until(first, "carol added", lambda: any(c["id"] == short for c in carol.call("GET", "/v1/conversations")["conversations"]))
+        check(True, "members: carol, added from alice's page, has the conversation")
+
         # The server's own words for what it refuses.
         first.find_element(By.ID, "new-members").send_keys("not a name!")
         first.find_element(By.CSS_SELECTOR, "#new-form button").click()
