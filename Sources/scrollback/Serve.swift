@@ -1,3 +1,4 @@
+import Foundation
 import ArgumentParser
 import ScrollbackServer
 import ScrollbackStore
@@ -54,7 +55,9 @@ struct Serve: AsyncParsableCommand {
             url: database.url, options: configuration.store, metrics: metrics.factory, logger: logger)
         if configuration.demo {
             let shown = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
-            print("The demo is at http://\(shown):\(configuration.port)/ (open it in two windows as two users)")
+            // Written at once (print buffers when the output is a file or a pipe).
+            FileHandle.standardOutput.write(
+                Data("The demo is at http://\(shown):\(configuration.port)/ (open it in two windows as two users)\n".utf8))
         }
         try await runScrollback(configuration: configuration, store: store, metrics: metrics, logger: logger)
     }
