@@ -27,10 +27,11 @@ struct DemoController {
         }
     }
 
-    /// The files of the page, by the name they are served under.
-    static let files: [String: (contentType: String, body: String)] = Dictionary(
+    /// The files of the page, by the name they are served under, each
+    /// made into a response body once.
+    static let files: [String: (contentType: String, body: ByteBuffer)] = Dictionary(
         uniqueKeysWithValues: EmbeddedWebClient.files.map { file in
-            (file.name, (contentType: contentType(of: file.name), body: file.contents))
+            (file.name, (contentType: contentType(of: file.name), body: ByteBuffer(string: file.contents)))
         })
 
     static func contentType(of name: String) -> String {
@@ -63,6 +64,6 @@ struct DemoController {
         return Response(
             status: .ok,
             headers: [.contentType: file.contentType, .cacheControl: "no-cache"],
-            body: .init(byteBuffer: ByteBuffer(string: file.body)))
+            body: .init(byteBuffer: file.body))
     }
 }

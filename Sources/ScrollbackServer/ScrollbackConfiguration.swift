@@ -1,4 +1,5 @@
 import Logging
+import ScrollbackModels
 import ScrollbackStore
 
 /// Every setting of the service, read once at start from the environment
@@ -59,7 +60,7 @@ public struct ScrollbackConfiguration: Sendable {
         if let text = value("HOST") { host = text }
         demo = try Self.flag(value("SCROLLBACK_DEMO"), "SCROLLBACK_DEMO")
         let demoPublic = try Self.flag(value("SCROLLBACK_DEMO_PUBLIC"), "SCROLLBACK_DEMO_PUBLIC")
-        if demo, !demoPublic, !Self.isLoopback(host) {
+        if demo, !demoPublic, !Loopback.contains(host) {
             throw Failure(
                 "The demo (--demo) hands a token for any user name to whoever asks, so it listens only on a loopback address (HOST=127.0.0.1, ::1 or localhost; got \(host)). Add --demo-public (SCROLLBACK_DEMO_PUBLIC=1) to serve it on \(host) anyway."
             )
@@ -164,13 +165,6 @@ public struct ScrollbackConfiguration: Sendable {
         case "0", "false", "no": return false
         default: throw Failure("\(name) must be 1 or 0 (got \(text)).")
         }
-    }
-
-    /// Whether `host` is a loopback address (or `localhost`).
-    static func isLoopback(_ host: String) -> Bool {
-        if host == "localhost" || host == "::1" || host == "[::1]" { return true }
-        let parts = host.split(separator: ".", omittingEmptySubsequences: false)
-        return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { UInt8($0) != nil }
     }
 
     static func seconds(_ text: String, _ name: String) throws -> Duration {

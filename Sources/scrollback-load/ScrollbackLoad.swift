@@ -2,6 +2,7 @@ import ArgumentParser
 import AsyncHTTPClient
 import Foundation
 import NIOCore
+import ScrollbackModels
 
 #if canImport(Glibc)
 import Glibc
@@ -89,18 +90,11 @@ struct ScrollbackLoad: AsyncParsableCommand {
             guard let url = URL(string: target), let scheme = url.scheme, ["http", "https"].contains(scheme),
                 let host = url.host
             else { throw ValidationError("--target \(target) is not an http:// or https:// address.") }
-            if !allowRemote && !Self.isLoopback(host) {
+            if !allowRemote && !Loopback.contains(host) {
                 throw ValidationError(
                     "--target \(target) is not on this machine's loopback: pass --allow-remote to load a service elsewhere.")
             }
         }
-    }
-
-    static func isLoopback(_ host: String) -> Bool {
-        let bare = host.trimmingCharacters(in: CharacterSet(charactersIn: "[]")).lowercased()
-        if bare == "localhost" || bare == "::1" { return true }
-        let octets = bare.split(separator: ".", omittingEmptySubsequences: false).compactMap { UInt8($0) }
-        return octets.count == 4 && octets[0] == 127
     }
 
     var settings: ScenarioSettings {

@@ -117,9 +117,9 @@ import Testing
     }
 
     @Test func onlyLoopbackTargetsUnlessAllowed() throws {
-        #expect(ScrollbackLoad.isLoopback("127.0.0.1") && ScrollbackLoad.isLoopback("127.8.0.2"))
-        #expect(ScrollbackLoad.isLoopback("localhost") && ScrollbackLoad.isLoopback("[::1]"))
-        #expect(!ScrollbackLoad.isLoopback("10.0.0.1") && !ScrollbackLoad.isLoopback("example.com"))
+        #expect(Loopback.contains("127.0.0.1") && Loopback.contains("127.8.0.2"))
+        #expect(Loopback.contains("localhost") && Loopback.contains("[::1]"))
+        #expect(!Loopback.contains("10.0.0.1") && !Loopback.contains("example.com"))
         #expect(throws: (any Error).self) { try ScrollbackLoad.parse(["--target", "http://192.168.1.5:8080"]) }
         #expect(try ScrollbackLoad.parse(["--target", "http://192.168.1.5:8080", "--allow-remote"]).targets == ["http://192.168.1.5:8080"])
     }

@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 import ScrollbackModels
 @testable import ScrollbackServer
 import Testing
@@ -35,7 +36,7 @@ import Testing
                 let file = try await server.request(.get, "/web/\(name)")
                 #expect(file.status == .ok, "\(name)")
                 #expect(file.headers[.contentType] == "\(type); charset=utf-8")
-                #expect(file.body == Data(try #require(DemoController.files[name]).body.utf8))
+                #expect(file.text == String(buffer: try #require(DemoController.files[name]).body))
             }
             let missing = try await server.request(.get, "/web/nothing.js")
             #expect(missing.status == .notFound)
