@@ -82,6 +82,10 @@ public struct APIErrorCode: RawRepresentable, Codable, Sendable, Hashable, CaseI
     /// A layout size the calculator rejects (negative, not finite, or
     /// adding up beyond the largest representable height).
     public static let invalidLayoutInput = APIErrorCode(rawValue: "invalid_layout_input")
+    public static let invalidReplyTo = APIErrorCode(rawValue: "invalid_reply_to")
+    public static let invalidEmoji = APIErrorCode(rawValue: "invalid_emoji")
+    public static let tooManyReactions = APIErrorCode(rawValue: "too_many_reactions")
+    public static let notAThreadRoot = APIErrorCode(rawValue: "not_a_thread_root")
 
     // MARK: 5xx: our side
 
@@ -102,7 +106,7 @@ public struct APIErrorCode: RawRepresentable, Codable, Sendable, Hashable, CaseI
         .conversationNotFound, .memberNotFound, .messageNotFound, .notFound, .methodNotAllowed,
         .requestTimeout, .idempotencyConflict, .messageDeleted, .payloadTooLarge, .rateLimited,
         .invalidMessageBody, .invalidClientID, .invalidTitle, .invalidUserID, .invalidReadSeq, .tooManyMembers,
-        .tooManyItems, .invalidLayoutInput,
+        .tooManyItems, .invalidLayoutInput, .invalidReplyTo, .invalidEmoji, .tooManyReactions, .notAThreadRoot,
         .internalError, .serviceUnavailable, .outcomeUnknown,
     ]
 }

@@ -16,6 +16,15 @@ public enum APILimits {
     public static let maxUserIDLength = 64
     /// Members of one conversation, creator included.
     public static let maxMembers = 1_000
+    /// Distinct emojis on one message; one more kind is refused (409).
+    public static let maxReactionKinds = 20
+    /// An emoji of a reaction, in UTF-8 bytes (one grapheme; a family or a
+    /// flag with modifiers is long, a sentence is not).
+    public static let maxEmojiBytes = 64
+    /// The code points of a parent's body that a reply's preview carries.
+    public static let replyExcerptLength = 100
+    /// The repliers a thread's summary names: the first this many.
+    public static let threadParticipantsShown = 10
 
     /// `limit` of a page of messages or conversations.
     public static let pageLimit: ClosedRange<Int> = 1...200

@@ -13,6 +13,10 @@ public struct Message: Codable, Sendable, Hashable {
         case version
         case editedAt = "edited_at"
         case deleted
+        case replyTo = "reply_to"
+        case threadRoot = "thread_root"
+        case thread
+        case reactions
     }
 
     public var conversationId: UUID
@@ -28,10 +32,21 @@ public struct Message: Codable, Sendable, Hashable {
     public var editedAt: Date?
     /// A tombstone: the body was erased, the seq stays so pages show no gap.
     public var deleted: Bool
+    /// The message this one answers, as it is now; nil when it answers none.
+    public var replyTo: ReplyPreview?
+    /// The first message of the thread this reply is in (the parent, or the
+    /// parent's own root); nil when this is not a reply.
+    public var threadRoot: Int64?
+    /// The thread started by this message; nil until it has a reply.
+    public var thread: ThreadSummary?
+    /// Reactions, one entry per emoji in the order each was first used;
+    /// `me` is about the user who asked.
+    public var reactions: [ReactionSummary]
 
     public init(
         conversationId: UUID, seq: Int64, sender: String, body: String, clientId: String?, createdAt: Date,
-        version: Int64, editedAt: Date? = nil, deleted: Bool = false
+        version: Int64, editedAt: Date? = nil, deleted: Bool = false, replyTo: ReplyPreview? = nil,
+        threadRoot: Int64? = nil, thread: ThreadSummary? = nil, reactions: [ReactionSummary] = []
     ) {
         self.conversationId = conversationId
         self.seq = seq
@@ -42,6 +57,27 @@ public struct Message: Codable, Sendable, Hashable {
         self.version = version
         self.editedAt = editedAt
         self.deleted = deleted
+        self.replyTo = replyTo
+        self.threadRoot = threadRoot
+        self.thread = thread
+        self.reactions = reactions
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        conversationId = try container.decode(UUID.self, forKey: .conversationId)
+        seq = try container.decode(Int64.self, forKey: .seq)
+        sender = try container.decode(String.self, forKey: .sender)
+        body = try container.decode(String.self, forKey: .body)
+        clientId = try container.decodeIfPresent(String.self, forKey: .clientId)
+        createdAt = try container.decode(Date.self, forKey: .createdAt)
+        version = try container.decode(Int64.self, forKey: .version)
+        editedAt = try container.decodeIfPresent(Date.self, forKey: .editedAt)
+        deleted = try container.decode(Bool.self, forKey: .deleted)
+        replyTo = try container.decodeIfPresent(ReplyPreview.self, forKey: .replyTo)
+        threadRoot = try container.decodeIfPresent(Int64.self, forKey: .threadRoot)
+        thread = try container.decodeIfPresent(ThreadSummary.self, forKey: .thread)
+        reactions = try container.decodeIfPresent([ReactionSummary].self, forKey: .reactions) ?? []
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -55,6 +91,11 @@ public struct Message: Codable, Sendable, Hashable {
         try container.encode(version, forKey: .version)
         try container.encode(editedAt, forKey: .editedAt)
         try container.encode(deleted, forKey: .deleted)
+        // Present only when they say something, as `write(to:)` writes them.
+        try container.encodeIfPresent(replyTo, forKey: .replyTo)
+        try container.encodeIfPresent(threadRoot, forKey: .threadRoot)
+        try container.encodeIfPresent(thread, forKey: .thread)
+        if !reactions.isEmpty { try container.encode(reactions, forKey: .reactions) }
     }
 }
 
@@ -64,15 +105,19 @@ public struct SendMessageRequest: Codable, Sendable, Equatable {
     enum CodingKeys: String, CodingKey {
         case body
         case clientId = "client_id"
+        case replyTo = "reply_to"
     }
 
     public var body: String
     /// Idempotency key: resending with the same key returns the original message.
     public var clientId: String?
+    /// The seq of the message this one answers, in the same conversation.
+    public var replyTo: Int64?
 
-    public init(body: String, clientId: String? = nil) {
+    public init(body: String, clientId: String? = nil, replyTo: Int64? = nil) {
         self.body = body
         self.clientId = clientId
+        self.replyTo = replyTo
     }
 }
 
@@ -174,10 +219,26 @@ extension Message: JSONWritable {
         writer.bool(deleted)
         writer.key("edited_at")
         writer.timestamp(editedAt)
+        if !reactions.isEmpty {
+            writer.key("reactions")
+            writer.array(reactions)
+        }
+        if let replyTo {
+            writer.key("reply_to")
+            replyTo.write(to: &writer)
+        }
         writer.key("sender")
         writer.string(sender)
         writer.key("seq")
         writer.number(seq)
+        if let thread {
+            writer.key("thread")
+            thread.write(to: &writer)
+        }
+        if let threadRoot {
+            writer.key("thread_root")
+            writer.number(threadRoot)
+        }
         writer.key("version")
         writer.number(version)
         writer.endObject()

@@ -70,7 +70,22 @@ public struct APIError: Error, HTTPResponseError, Equatable {
         case .messageNotFound:
             self.init(.notFound, .messageNotFound, "This conversation has no message with that seq.")
         case .messageDeleted:
-            self.init(.conflict, .messageDeleted, "This message was deleted; a deleted message cannot be edited.")
+            self.init(
+                .conflict, .messageDeleted, "This message was deleted; a deleted message cannot be edited or reacted to.")
+        case .replyTargetMissing(let seq):
+            self.init(
+                .unprocessableContent, .invalidReplyTo,
+                "Field `reply_to` must be the seq of a message in this conversation; there is no message \(seq).")
+        case .replyTargetDeleted:
+            self.init(.conflict, .messageDeleted, "The message replied to was deleted; a deleted message cannot be answered.")
+        case .tooManyReactions(let limit):
+            self.init(
+                .conflict, .tooManyReactions,
+                "A message can have at most \(limit) different reactions; react with one it already has.")
+        case .notAThreadRoot(let root):
+            self.init(
+                .unprocessableContent, .notAThreadRoot,
+                "This message is a reply in the thread of message \(root); threads are read from their first message.")
         case .readBeyondNewest(let lastSeq):
             self.init(
                 .unprocessableContent, .invalidReadSeq,

@@ -160,17 +160,19 @@ struct LiveRouting {
                     deliver(.frame(frame))
                 case .messages(let added, let changed):
                     var lastSeq = has.lastSeq
-                    for (message, frame) in added {
-                        if message.seq > lastSeq {
-                            deliver(.frame(frame))
-                            lastSeq = message.seq
-                        } else if message.version > has.version {
+                    for outgoing in added {
+                        if outgoing.message.seq > lastSeq {
+                            deliver(.message(outgoing))
+                            lastSeq = outgoing.message.seq
+                        } else if outgoing.message.version > has.version {
                             // Its snapshot, newer than where the read started,
                             // had the message: only a later edit is news.
-                            deliver(.update(message))
+                            deliver(.update(outgoing))
                         }
                     }
-                    for (version, frame) in changed where version > has.version { deliver(.frame(frame)) }
+                    for outgoing in changed where outgoing.message.version > has.version {
+                        deliver(.message(outgoing))
+                    }
                 }
                 has = Position(lastSeq: max(has.lastSeq, batch.to.lastSeq), version: max(has.version, batch.to.version))
             }
@@ -194,35 +196,76 @@ struct LiveRouting {
 
         enum Content {
             /// New messages in seq order, each with its `message` frame, then
-            /// the changes, each with its version and `message_updated` frame.
-            case messages(added: [(Message, ServerFrameBytes)], changed: [(Int64, ServerFrameBytes)])
+            /// the changes, each with its `message_updated` frame.
+            case messages(added: [Outgoing], changed: [Outgoing])
             /// The read stopped short: the subscriber pages and fetches changes over HTTP.
             case resync(ServerFrameBytes)
         }
     }
 
-    private enum Delivery {
-        case frame(ServerFrameBytes)
-        /// `message_updated` of a message a read found as new: rare (see
-        /// `Phase.take`), so encoded only when a subscriber needs it.
-        case update(Message)
+    /// A message a read found, with its frame as every subscriber without
+    /// a reaction to it gets it (`me` false throughout).
+    private struct Outgoing {
+        var message: Message
+        var frame: ServerFrameBytes
+        var updated: Bool
+        /// `user emoji` pairs of the subscribers' reactions to it.
+        var reactors: [String]?
+
+        init(_ message: Message, updated: Bool, in read: FeedRead) {
+            self.message = message
+            self.updated = updated
+            frame = ServerFrameBytes(updated ? .messageUpdated(message) : .message(message))
+            reactors = message.reactions.isEmpty ? nil : read.reactors[message.seq]
+        }
     }
 
-    /// Encodes the rare `Delivery.update` frames once per input, however
-    /// many subscribers need them.
+    private enum Delivery {
+        case frame(ServerFrameBytes)
+        case message(Outgoing)
+        /// `message_updated` of a message a read found as new: rare (see
+        /// `Phase.take`), so encoded only when a subscriber needs it.
+        case update(Outgoing)
+    }
+
+    /// Encodes the rare frames once per input, however many subscribers need
+    /// them: `Delivery.update`, and a message as one subscriber sees it whose
+    /// reactions include theirs (`me` is about the one who reads).
     private struct Frames {
         private var updates: [Int64: ServerFrameBytes] = [:]
+        private var personal: [PersonalKey: ServerFrameBytes] = [:]
 
-        mutating func frame(for delivery: Delivery) -> ServerFrameBytes {
+        private struct PersonalKey: Hashable {
+            var seq: Int64
+            var updated: Bool
+            var mine: Set<String>
+        }
+
+        mutating func frame(for delivery: Delivery, to user: UserID) -> ServerFrameBytes {
             switch delivery {
             case .frame(let frame):
                 return frame
-            case .update(let message):
-                if let frame = updates[message.seq] { return frame }
-                let frame = ServerFrameBytes(.messageUpdated(message))
-                updates[message.seq] = frame
+            case .message(let outgoing):
+                return personalized(outgoing, updated: outgoing.updated, to: user) ?? outgoing.frame
+            case .update(let outgoing):
+                if let frame = personalized(outgoing, updated: true, to: user) { return frame }
+                if let frame = updates[outgoing.message.seq] { return frame }
+                let frame = ServerFrameBytes(.messageUpdated(outgoing.message))
+                updates[outgoing.message.seq] = frame
                 return frame
             }
+        }
+
+        private mutating func personalized(_ outgoing: Outgoing, updated: Bool, to user: UserID) -> ServerFrameBytes? {
+            guard let pairs = outgoing.reactors else { return nil }
+            let mine = FeedRead.reactions(pairs, of: user)
+            guard !mine.isEmpty else { return nil }
+            let key = PersonalKey(seq: outgoing.message.seq, updated: updated, mine: mine)
+            if let frame = personal[key] { return frame }
+            let message = FeedRead.message(outgoing.message, marking: mine)
+            let frame = ServerFrameBytes(updated ? .messageUpdated(message) : .message(message))
+            personal[key] = frame
+            return frame
         }
     }
 
@@ -262,14 +305,14 @@ struct LiveRouting {
         if snapshot.truncated {
             send(ServerFrameBytes(.resyncRequired(conversationId: id, lastSeq: snapshot.lastSeq)))
         } else {
-            for message in snapshot.added { send(ServerFrameBytes(.message(message))) }
+            for message in snapshot.added { send(ServerFrameBytes(.message(snapshot.message(message, for: subscription.user)))) }
         }
         epoch += 1
         var live = Live(
             has: Position(lastSeq: snapshot.lastSeq, version: snapshot.version), snapshotVersion: snapshot.version,
             epoch: epoch)
         var frames = Frames()
-        for item in buffered { live.take(item) { send(frames.frame(for: $0)) } }
+        for item in buffered { live.take(item) { send(frames.frame(for: $0, to: subscription.user)) } }
         feeds[id]?.subscriptions[socket]?.phase = .live(live)
         if removals.contains(snapshot.version) {
             // A read of the same version cannot say whether the user left
@@ -408,8 +451,8 @@ struct LiveRouting {
             read.truncated
             ? .resync(ServerFrameBytes(.resyncRequired(conversationId: id, lastSeq: read.lastSeq)))
             : .messages(
-                added: read.added.map { ($0, ServerFrameBytes(.message($0))) },
-                changed: read.changed.map { ($0.version, ServerFrameBytes(.messageUpdated($0))) })
+                added: read.added.map { Outgoing($0, updated: false, in: read) },
+                changed: read.changed.map { Outgoing($0, updated: true, in: read) })
         let to = Position(lastSeq: read.lastSeq, version: read.version)
         fanOut(.read(Batch(from: from, to: to, nonMembers: nonMembers, content: content)), in: id, &effects)
         feeds[id]?.position = to
@@ -436,8 +479,9 @@ struct LiveRouting {
         guard var feed = feeds.removeValue(forKey: id) else { return }
         var frames = Frames()
         for socket in Array(feed.subscriptions.keys) {
+            let user = feed.subscriptions[socket]!.user
             feed.subscriptions[socket]!.phase.take(item) {
-                effects.sends.append(Send(socket: socket, frame: frames.frame(for: $0)))
+                effects.sends.append(Send(socket: socket, frame: frames.frame(for: $0, to: user)))
             }
         }
         feeds[id] = feed

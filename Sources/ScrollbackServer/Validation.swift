@@ -13,6 +13,23 @@ enum Validation {
         try visibleText(body, field: "body", code: .invalidMessageBody, maxLength: maxBodyCharacters, allowingLineBreaks: true)
     }
 
+    /// A reply's parent: a seq, so a whole number from 1.
+    static func replyTo(_ seq: Int64?) throws -> Int64? {
+        guard let seq else { return nil }
+        guard seq >= 1 else {
+            throw APIError.unprocessable(.invalidReplyTo, "Field `reply_to` must be the seq of a message (1 or more).")
+        }
+        return seq
+    }
+
+    /// A reaction's emoji (`Emoji.rule`).
+    static func emoji(_ text: String) throws -> String {
+        guard Emoji.isValid(text) else {
+            throw APIError.unprocessable(.invalidEmoji, "The reaction must be \(Emoji.rule).")
+        }
+        return text
+    }
+
     static func clientID(_ clientID: String?) throws -> String? {
         guard let clientID else { return nil }
         let length = clientID.unicodeScalars.count

@@ -76,6 +76,30 @@ public struct FeedRead: Sendable, Equatable {
     public var changed: [Message]
     /// More than the limit was missed: `added` or `changed` stops short.
     public var truncated: Bool
+    /// Of messages with reactions, by seq: the reactions of the users asked
+    /// about, as `user emoji` pairs. Each message's `me` is false: a frame
+    /// for one user sets it with `message(_:for:)`.
+    public var reactors: [Int64: [String]] = [:]
+
+    /// `message` as `user` sees it: `me` set on the reactions that are theirs.
+    public func message(_ message: Message, for user: UserID) -> Message {
+        guard !message.reactions.isEmpty, let pairs = reactors[message.seq] else { return message }
+        return Self.message(message, marking: Self.reactions(pairs, of: user))
+    }
+
+    /// The emojis of `user` among `user emoji` pairs.
+    public static func reactions(_ pairs: [String], of user: UserID) -> Set<String> {
+        MessageRow.reactions(pairs, of: user)
+    }
+
+    /// `message` with `me` set on the reactions of `emojis`.
+    public static func message(_ message: Message, marking emojis: Set<String>) -> Message {
+        var marked = message
+        for index in marked.reactions.indices where emojis.contains(marked.reactions[index].emoji) {
+            marked.reactions[index].me = true
+        }
+        return marked
+    }
 }
 
 extension ScrollbackStore {
@@ -97,6 +121,7 @@ extension ScrollbackStore {
         for row in rows {
             guard let message = row.message else { continue }
             if row.added { read.added.append(message) } else { read.changed.append(message) }
+            if !row.reactors.isEmpty { read.reactors[message.seq] = row.reactors }
         }
         // UNION ALL promises no order across its branches.
         read.added.sort { $0.seq < $1.seq }
@@ -126,11 +151,11 @@ extension ScrollbackStore {
 /// of the given users are members, and two keyset scans, the messages after
 /// `after_seq` (primary key) and the changed ones up to it (by version).
 struct FeedStatement: PostgresPreparedStatement {
-    static let name = "scrollback_feed_v1"
+    static let name = "scrollback_feed_v2"
     static let sql = """
         SELECT c.last_seq, c.version,
                ARRAY(SELECT user_id FROM members WHERE conversation_id = c.id AND user_id = ANY($4)),
-               m.added, \(MessageRow.positional("m"))
+               m.added, \(MessageRow.positional("m", conversation: "c.id", readers: "$4"))
         FROM conversations c
         CROSS JOIN LATERAL (SELECT COALESCE($2, c.last_seq) AS after_seq) a
         LEFT JOIN LATERAL (
@@ -158,6 +183,8 @@ struct FeedStatement: PostgresPreparedStatement {
         var members: [String]
         var added: Bool
         var message: Message?
+        /// `user emoji` pairs of the users asked about.
+        var reactors: [String]
     }
 
     func makeBindings() throws -> PostgresBindings {
@@ -172,9 +199,14 @@ struct FeedStatement: PostgresPreparedStatement {
 
     func decodeRow(_ row: PostgresRow) throws -> Row {
         var reader = RowReader(row)
+        let lastSeq = try reader.required(Int64.self)
+        let version = try reader.required(Int64.self)
+        let members = try reader.required([String].self)
+        let added = try reader.next(Bool.self) ?? false
+        let columns = try reader.rawMessage()
         return Row(
-            lastSeq: try reader.required(Int64.self), version: try reader.required(Int64.self),
-            members: try reader.required([String].self), added: try reader.next(Bool.self) ?? false,
-            message: try reader.message(in: conversation))
+            lastSeq: lastSeq, version: version, members: members, added: added,
+            message: try MessageRow.message(columns, conversation: conversation, personal: false),
+            reactors: columns.mine ?? [])
     }
 }

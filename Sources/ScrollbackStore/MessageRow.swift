@@ -2,44 +2,159 @@ import Foundation
 import PostgresNIO
 import ScrollbackModels
 
-/// The columns of a message, selected under one alias and decoded by name, so
-/// every statement that returns messages spells and reads them the same way.
+/// The columns of a message, selected under one alias and decoded by name or
+/// by position, so every statement that returns messages spells and reads
+/// them the same way.
+///
+/// A message is its stored columns (`names`) and two computed ones
+/// (`computed`): the preview of the message it replies to, read from that
+/// message as it is now, and which of the readers' reactions it has, so
+/// `me` of each reaction is about the user who asked. Both are evaluated only
+/// for a message that has a parent or reactions.
 enum MessageRow {
-    static let names = ["seq", "sender", "body", "client_id", "created_at", "version", "edited_at", "deleted"]
+    static let names = [
+        "seq", "sender", "body", "client_id", "created_at", "version", "edited_at", "deleted", "reply_to",
+        "thread_root", "reply_count", "last_reply_at", "thread_participants", "reaction_emojis", "reaction_counts",
+    ]
 
-    /// `m.seq AS m_seq, m.sender AS m_sender, ...`
-    static func columns(_ alias: String) -> String {
-        names.map { "\(alias).\($0) AS \(alias)_\($0)" }.joined(separator: ", ")
+    /// `m.seq AS m_seq, m.sender AS m_sender, ..., <parent> AS m_parent, <mine> AS m_mine`
+    static func columns(_ alias: String, conversation: String, readers: String) -> String {
+        let computed = computedExpressions(alias, conversation: conversation, readers: readers)
+        return (names.map { "\(alias).\($0) AS \(alias)_\($0)" }
+            + ["\(computed.parent) AS \(alias)_parent", "\(computed.mine) AS \(alias)_mine"])
+            .joined(separator: ", ")
     }
 
-    /// The message in `row` under `alias`, or nil when a LEFT JOIN found none.
-    static func decode(_ row: PostgresRandomAccessRow, alias: String, conversation: UUID) throws -> Message? {
-        try message(
-            (
-                row["\(alias)_seq"].decode(Int64?.self), row["\(alias)_sender"].decode(String?.self),
-                row["\(alias)_body"].decode(String?.self), row["\(alias)_client_id"].decode(String?.self),
-                row["\(alias)_created_at"].decode(Date?.self), row["\(alias)_version"].decode(Int64?.self),
-                row["\(alias)_edited_at"].decode(Date?.self), row["\(alias)_deleted"].decode(Bool?.self)
-            ), conversation: conversation)
-    }
-
-    /// The message columns in the order `positional(_:)` selects them.
+    /// The stored columns in the order `positional(_:)` selects them (what a
+    /// derived table carries on to an outer `SELECT`).
     static func positional(_ alias: String) -> String {
         names.map { "\(alias).\($0)" }.joined(separator: ", ")
     }
 
-    /// The columns of one message read by position (`positional(_:)`), all
-    /// nullable for a LEFT JOIN that found none.
-    typealias Columns = (Int64?, String?, String?, String?, Date?, Int64?, Date?, Bool?)
+    /// The stored columns, then the computed ones: what `RowReader.message` reads.
+    static func positional(_ alias: String, conversation: String, readers: String) -> String {
+        let computed = computedExpressions(alias, conversation: conversation, readers: readers)
+        return positional(alias) + ", \(computed.parent), \(computed.mine)"
+    }
 
-    /// The message in `columns`, or nil when a LEFT JOIN found none.
-    static func message(_ columns: Columns, conversation: UUID) throws -> Message? {
-        let (seq, sender, body, clientID, createdAt, version, editedAt, deleted) = columns
-        guard let seq else { return nil }
-        guard let sender, let body, let createdAt, let version, let deleted else { throw MalformedRow() }
-        return Message(
-            conversationId: conversation, seq: seq, sender: sender, body: body, clientId: clientID,
-            createdAt: createdAt, version: version, editedAt: editedAt, deleted: deleted)
+    /// `conversation` is an SQL expression of the conversation's id, and
+    /// `readers` one of a `text[]` of the users whose reactions count as
+    /// `me` (pairs `user emoji` are selected, so one read can serve several).
+    private static func computedExpressions(
+        _ alias: String, conversation: String, readers: String
+    ) -> (parent: String, mine: String) {
+        (
+            """
+            CASE WHEN \(alias).reply_to IS NULL THEN NULL ELSE (
+                SELECT ARRAY[p.sender, left(p.body, \(APILimits.replyExcerptLength)), p.deleted::text]
+                FROM messages p WHERE p.conversation_id = \(conversation) AND p.seq = \(alias).reply_to) END
+            """,
+            """
+            CASE WHEN \(alias).reaction_emojis IS NULL THEN NULL ELSE ARRAY(
+                SELECT r.user_id || ' ' || r.emoji FROM reactions r
+                WHERE r.conversation_id = \(conversation) AND r.seq = \(alias).seq AND r.user_id = ANY(\(readers))) END
+            """
+        )
+    }
+
+    /// A user id as an SQL `text[]` literal of one element, for statements
+    /// built as text. Quotes are doubled, so any id is safe.
+    static func readers(_ user: UserID) -> String {
+        "ARRAY['\(user.rawValue.replacingOccurrences(of: "'", with: "''"))']::text[]"
+    }
+
+    /// The message in `row` under `alias`, or nil when a LEFT JOIN found none.
+    static func decode(
+        _ row: PostgresRandomAccessRow, alias: String, conversation: UUID, personal: Bool = true
+    ) throws -> Message? {
+        func column<T: PostgresDecodable>(_ name: String, _ type: T.Type) throws -> T? {
+            let cell = row["\(alias)_\(name)"]
+            guard var bytes = cell.bytes else { return nil }
+            return try T(from: &bytes, type: cell.dataType, format: cell.format, context: .default)
+        }
+        return try message(
+            Columns(
+                seq: column("seq", Int64.self), sender: column("sender", String.self),
+                body: column("body", String.self), clientID: column("client_id", String.self),
+                createdAt: column("created_at", Date.self), version: column("version", Int64.self),
+                editedAt: column("edited_at", Date.self), deleted: column("deleted", Bool.self),
+                replyTo: column("reply_to", Int64.self), threadRoot: column("thread_root", Int64.self),
+                replyCount: column("reply_count", Int32.self), lastReplyAt: column("last_reply_at", Date.self),
+                threadParticipants: column("thread_participants", [String].self),
+                reactionEmojis: column("reaction_emojis", [String].self),
+                reactionCounts: column("reaction_counts", [Int32].self),
+                parent: column("parent", [String].self), mine: column("mine", [String].self)),
+            conversation: conversation, personal: personal)
+    }
+
+    /// The columns of one message, all nullable for a LEFT JOIN that found none.
+    struct Columns {
+        var seq: Int64?
+        var sender: String?
+        var body: String?
+        var clientID: String?
+        var createdAt: Date?
+        var version: Int64?
+        var editedAt: Date?
+        var deleted: Bool?
+        var replyTo: Int64?
+        var threadRoot: Int64?
+        var replyCount: Int32?
+        var lastReplyAt: Date?
+        var threadParticipants: [String]?
+        var reactionEmojis: [String]?
+        var reactionCounts: [Int32]?
+        /// `[sender, excerpt, deleted]` of the parent.
+        var parent: [String]?
+        /// `user emoji` pairs of the readers' reactions.
+        var mine: [String]?
+    }
+
+    /// The message in `columns`, or nil when a LEFT JOIN found none. When
+    /// `personal`, the statement had one reader and `me` of each reaction is
+    /// about them; otherwise every `me` is false and `reactions(_:of:)`
+    /// tells the readers' reactions apart.
+    static func message(_ columns: Columns, conversation: UUID, personal: Bool) throws -> Message? {
+        guard let seq = columns.seq else { return nil }
+        guard let sender = columns.sender, let body = columns.body, let createdAt = columns.createdAt,
+            let version = columns.version, let deleted = columns.deleted
+        else { throw MalformedRow() }
+        var message = Message(
+            conversationId: conversation, seq: seq, sender: sender, body: body, clientId: columns.clientID,
+            createdAt: createdAt, version: version, editedAt: columns.editedAt, deleted: deleted,
+            threadRoot: columns.threadRoot)
+        if let replyTo = columns.replyTo {
+            guard let parent = columns.parent, parent.count == 3 else { throw MalformedRow() }
+            let parentDeleted = parent[2] == "true"
+            message.replyTo = ReplyPreview(
+                seq: replyTo, sender: parent[0], excerpt: parentDeleted ? nil : parent[1], deleted: parentDeleted)
+        }
+        if let count = columns.replyCount, count > 0, let last = columns.lastReplyAt {
+            message.thread = ThreadSummary(
+                replyCount: Int64(count), lastReplyAt: last, participants: columns.threadParticipants ?? [])
+        }
+        if let emojis = columns.reactionEmojis, let counts = columns.reactionCounts {
+            guard emojis.count == counts.count else { throw MalformedRow() }
+            let mine = personal ? Set((columns.mine ?? []).map(Self.emoji(ofPair:))) : []
+            message.reactions = zip(emojis, counts).map { emoji, count in
+                ReactionSummary(emoji: emoji, count: Int64(count), me: mine.contains(emoji))
+            }
+        }
+        return message
+    }
+
+    /// The emoji of a `user emoji` pair (user ids have no space).
+    static func emoji(ofPair pair: String) -> String {
+        guard let space = pair.firstIndex(of: " ") else { return pair }
+        return String(pair[pair.index(after: space)...])
+    }
+
+    /// The emojis of `user` among `user emoji` pairs.
+    static func reactions(_ pairs: [String], of user: UserID) -> Set<String> {
+        Set(pairs.compactMap { pair in
+            guard let space = pair.firstIndex(of: " "), pair[..<space] == user.rawValue[...] else { return nil }
+            return String(pair[pair.index(after: space)...])
+        })
     }
 }
 

@@ -75,28 +75,29 @@ extension MessagePage {
 /// `older` is newest first (seq <= anchor side), `newer` oldest first. Around
 /// an anchor, half the page (rounded down) goes to newer messages and the rest
 /// to the anchor and older ones; a side that runs out gives its share to the
-/// other. Because seqs are dense (1...lastSeq, never a hole), the flags follow
-/// from the page's bounds and the conversation's last seq read in the same
-/// snapshot.
+/// other. The flags follow from the page's bounds and the first and last seq
+/// of the list read in the same snapshot: for history, 1 and the
+/// conversation's last seq (seqs are dense); for a thread, its first and last
+/// reply (`firstSeq` greater than `lastSeq` for an empty list).
 enum PageAssembly {
     static func assemble<Row>(
-        anchor: PageAnchor, limit: Int, lastSeq: Int64,
+        anchor: PageAnchor, limit: Int, firstSeq: Int64 = 1, lastSeq: Int64,
         older: [Row], newer: [Row], seq: (Row) -> Int64
     ) -> (rows: [Row], hasOlder: Bool, hasNewer: Bool) {
         let newerTake = min(newer.count, max(limit / 2, limit - older.count))
         let olderTake = min(older.count, limit - newerTake)
         let rows = Array(newer.prefix(newerTake).reversed()) + Array(older.prefix(olderTake))
         if let newest = rows.first, let oldest = rows.last {
-            return (rows, seq(oldest) > 1, seq(newest) < lastSeq)
+            return (rows, seq(oldest) > firstSeq, seq(newest) < lastSeq)
         }
         // An empty page: say what lies on either side of where it would be.
         switch anchor {
         case .newest, .around:
             return (rows, false, false)
         case .before(let s):
-            return (rows, false, lastSeq >= s)
+            return (rows, false, lastSeq >= max(s, firstSeq))
         case .after(let s):
-            return (rows, min(s, lastSeq) >= 1, false)
+            return (rows, min(s, lastSeq) >= firstSeq, false)
         }
     }
 }

@@ -27,13 +27,21 @@ struct RowReader {
         return value
     }
 
-    /// The next eight columns as a message (`MessageRow.positional`), nil
-    /// when a LEFT JOIN found none.
+    /// The next columns as a message (`MessageRow.positional(_:conversation:readers:)`),
+    /// nil when a LEFT JOIN found none; the statement had one reader, whom
+    /// `me` of its reactions is about.
     mutating func message(in conversation: UUID) throws -> Message? {
-        try MessageRow.message(
-            (
-                next(Int64.self), next(String.self), next(String.self), next(String.self), next(Date.self),
-                next(Int64.self), next(Date.self), next(Bool.self)
-            ), conversation: conversation)
+        try MessageRow.message(rawMessage(), conversation: conversation, personal: true)
+    }
+
+    /// The next columns of a message, undecoded.
+    mutating func rawMessage() throws -> MessageRow.Columns {
+        MessageRow.Columns(
+            seq: try next(Int64.self), sender: try next(String.self), body: try next(String.self),
+            clientID: try next(String.self), createdAt: try next(Date.self), version: try next(Int64.self),
+            editedAt: try next(Date.self), deleted: try next(Bool.self), replyTo: try next(Int64.self),
+            threadRoot: try next(Int64.self), replyCount: try next(Int32.self), lastReplyAt: try next(Date.self),
+            threadParticipants: try next([String].self), reactionEmojis: try next([String].self),
+            reactionCounts: try next([Int32].self), parent: try next([String].self), mine: try next([String].self))
     }
 }

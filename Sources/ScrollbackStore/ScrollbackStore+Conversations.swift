@@ -41,7 +41,7 @@ extension ScrollbackStore {
         c.id, c.title, c.created_by, c.created_at, c.last_seq, c.version, c.activity,
         ARRAY(SELECT user_id FROM members WHERE conversation_id = c.id ORDER BY user_id COLLATE "C") AS members,
         me.read_seq, \(unreadCount) AS unread_count,
-        \(MessageRow.columns("lm"))
+        \(MessageRow.columns("lm", conversation: "c.id", readers: "ARRAY[me.user_id]"))
         """
 
     /// The messages after member row `me`'s read marker, not sent by that

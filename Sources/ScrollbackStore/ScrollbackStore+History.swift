@@ -53,7 +53,8 @@ extension ScrollbackStore {
     public func changes(in id: UUID, for user: UserID, since version: Int64, limit: Int) async throws -> ChangeSet {
         let rows = try await rows(
             """
-            SELECT c.version AS conversation_version, \(unescaped: MessageRow.columns("m"))
+            SELECT c.version AS conversation_version,
+                   \(unescaped: MessageRow.columns("m", conversation: "c.id", readers: MessageRow.readers(user)))
             FROM conversations c
             LEFT JOIN LATERAL (
                 SELECT * FROM messages
@@ -87,9 +88,9 @@ extension ScrollbackStore {
 /// conversation's last seq and version from the same snapshot, and the
 /// membership check. Both sides are keyset scans on the primary key.
 struct PageStatement: PostgresPreparedStatement {
-    static let name = "scrollback_page_v1"
+    static let name = "scrollback_page_v2"
     static let sql = """
-        SELECT c.last_seq, c.version, \(MessageRow.positional("m"))
+        SELECT c.last_seq, c.version, \(MessageRow.positional("m", conversation: "c.id", readers: "ARRAY[$2]"))
         FROM conversations c
         LEFT JOIN LATERAL (
             (SELECT * FROM messages

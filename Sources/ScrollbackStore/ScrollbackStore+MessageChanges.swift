@@ -88,7 +88,7 @@ extension ScrollbackStore {
                 edited_at = CASE WHEN \(deleting) THEN m.edited_at ELSE clock_timestamp() END
             FROM c
             WHERE m.conversation_id = \(id) AND m.seq = \(seq)
-            RETURNING \(unescaped: MessageRow.columns("m"))
+            RETURNING \(unescaped: MessageRow.columns("m", conversation: "m.conversation_id", readers: MessageRow.readers(user)))
             """,
             writes: true, as: .changeMessage)
         return try rows.first.flatMap { try MessageRow.decode($0.makeRandomAccess(), alias: "m", conversation: id) }
@@ -99,7 +99,7 @@ extension ScrollbackStore {
     private func messageForDiagnosis(_ seq: Int64, in id: UUID, for user: UserID) async throws -> (Message, String) {
         let rows = try await rows(
             """
-            SELECT c.created_by, \(unescaped: MessageRow.columns("m"))
+            SELECT c.created_by, \(unescaped: MessageRow.columns("m", conversation: "c.id", readers: MessageRow.readers(user)))
             FROM conversations c
             LEFT JOIN messages m ON m.conversation_id = c.id AND m.seq = \(seq)
             WHERE c.id = \(id)

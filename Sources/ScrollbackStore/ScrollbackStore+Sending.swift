@@ -25,15 +25,29 @@ extension ScrollbackStore {
     /// `client_id`, and only when there is none inserts the message with the
     /// conversation's next seq and version. Seqs therefore commit in order with
     /// no hole, and a replay is a plain read, never a failed insert.
+    ///
+    /// With `replyTo`, the message answers that seq: it must be a message of
+    /// the conversation that is not deleted. The reply joins the parent's
+    /// thread, and the thread's root takes the version after the reply's,
+    /// with its summary (`reply_count`, `last_reply_at`, participants)
+    /// updated in the same statement.
     public func send(
-        to id: UUID, from sender: UserID, body: String, clientID: String?
+        to id: UUID, from sender: UserID, body: String, clientID: String?, replyTo: Int64? = nil
     ) async throws -> SendOutcome {
         for _ in 0..<Self.retryAttempts {
-            let statement = SendStatement(conversation: id, sender: sender, body: body, clientID: clientID)
-            guard let row = try await rows(statement, writes: true, as: .send).first, row.isMember else {
-                throw StoreError.conversationNotFound
+            let row: SendStatement.Row?
+            if let replyTo {
+                let statement = SendStatement(conversation: id, sender: sender, body: body, clientID: clientID)
+                row = try await rows(ReplyStatement(send: statement, replyTo: replyTo), writes: true, as: .send).first
+            } else {
+                let statement = SendStatement(conversation: id, sender: sender, body: body, clientID: clientID)
+                row = try await rows(statement, writes: true, as: .send).first
             }
+            guard let row, row.isMember else { throw StoreError.conversationNotFound }
             guard let message = row.message else {
+                if let replyTo, row.parent != .usable {
+                    throw row.parent == .missing ? StoreError.replyTargetMissing(replyTo) : StoreError.replyTargetDeleted
+                }
                 // The same client_id committed by a concurrent send after this
                 // statement's snapshot: the next statement sees it.
                 continue
@@ -47,49 +61,94 @@ extension ScrollbackStore {
     }
 }
 
+/// The SQL of a send, with or without a parent: one text, so a reply keeps
+/// every rule of a send (the lock, the membership check under it,
+/// idempotency by `client_id`, the notification).
+enum SendSQL {
+    /// `$1` conversation, `$2` sender, `$3` body, `$4` client_id, and for a
+    /// reply `$5` the parent's seq.
+    static func text(replying: Bool) -> String {
+        // A reply also needs its parent, usable (not deleted); the root of
+        // its thread takes the version after the reply's.
+        let parent =
+            replying
+            ? """
+            , parent AS (
+                SELECT seq, COALESCE(thread_root, seq) AS root, deleted FROM messages
+                WHERE conversation_id = (SELECT id FROM conv) AND seq = $5
+            )
+            """ : ""
+        let usable = replying ? " AND EXISTS (SELECT 1 FROM parent WHERE NOT deleted)" : ""
+        let threadColumns = replying ? ", reply_to, thread_root" : ""
+        let threadValues = replying ? ", (SELECT seq FROM parent), (SELECT root FROM parent)" : ""
+        let newVersion = replying ? "ins.version + 1" : "ins.version"
+        let root =
+            replying
+            ? """
+            , root AS (
+                UPDATE messages r
+                SET reply_count = r.reply_count + 1, last_reply_at = ins.created_at, version = ins.version + 1,
+                    thread_participants = CASE
+                        WHEN ins.sender = ANY(COALESCE(r.thread_participants, '{}'))
+                          OR cardinality(COALESCE(r.thread_participants, '{}')) >= \(APILimits.threadParticipantsShown)
+                        THEN r.thread_participants
+                        ELSE array_append(COALESCE(r.thread_participants, '{}'), ins.sender) END
+                FROM ins WHERE r.conversation_id = ins.conversation_id AND r.seq = ins.thread_root
+                RETURNING r.seq
+            )
+            """ : ""
+        let parentState =
+            replying
+            ? "CASE WHEN NOT EXISTS (SELECT 1 FROM parent) THEN 'missing' WHEN (SELECT deleted FROM parent) THEN 'deleted' ELSE 'usable' END"
+            : "'usable'"
+        return """
+            WITH conv AS (
+                SELECT id, last_seq, version FROM conversations WHERE id = $1
+                FOR NO KEY UPDATE
+            ), member AS (
+                SELECT user_id FROM members
+                WHERE conversation_id = (SELECT id FROM conv) AND user_id = $2
+                FOR KEY SHARE
+            ), existing AS (
+                SELECT m.*, COALESCE(m.sent_body_hash = md5($3), m.body = $3) AS same_body
+                FROM messages m
+                WHERE m.conversation_id = (SELECT id FROM conv) AND m.sender = $2 AND m.client_id = $4
+                  AND EXISTS (SELECT 1 FROM member)
+            )\(parent), ins AS (
+                INSERT INTO messages AS m (conversation_id, seq, sender, body, client_id, version, sent_body_hash\(threadColumns))
+                SELECT conv.id, conv.last_seq + 1, $2, $3, $4, conv.version + 1,
+                       CASE WHEN $4 IS NULL THEN NULL ELSE md5($3) END\(threadValues)
+                FROM conv
+                WHERE EXISTS (SELECT 1 FROM member) AND NOT EXISTS (SELECT 1 FROM existing)\(usable)
+                ON CONFLICT (conversation_id, sender, client_id) WHERE client_id IS NOT NULL DO NOTHING
+                RETURNING m.*
+            )\(root), bump AS (
+                UPDATE conversations c
+                SET last_seq = ins.seq, version = \(newVersion), activity = nextval('conversation_activity'),
+                    changed_xid = pg_current_xact_id()
+                FROM ins WHERE c.id = ins.conversation_id
+                RETURNING c.id, \(FeedEvent.notify("m", "c.id::text", "ins.seq::text", "(\(newVersion))::text"))
+            )
+            SELECT EXISTS (SELECT 1 FROM member), r.created, r.same_body, \(parentState),
+                   \(MessageRow.positional("r", conversation: "$1", readers: "ARRAY[$2]"))
+            FROM (SELECT) AS one
+            LEFT JOIN (
+                SELECT true AS created, true AS same_body, \(MessageRow.positional("m")) FROM ins m
+                UNION ALL
+                SELECT false, m.same_body, \(MessageRow.positional("m")) FROM existing m
+            ) r ON true
+            """
+    }
+}
+
 /// A send, prepared once per connection. It locks the conversation row,
 /// then checks under that lock that the sender is still a member, looks for
 /// an earlier message with this `client_id`, and only when there is none
 /// inserts the message with the conversation's next seq and version, and
 /// notifies the change feed (delivered at commit).
 struct SendStatement: PostgresPreparedStatement {
-    static let name = "scrollback_send_v3"
-    static let sql = """
-        WITH conv AS (
-            SELECT id, last_seq, version FROM conversations WHERE id = $1
-            FOR NO KEY UPDATE
-        ), member AS (
-            SELECT user_id FROM members
-            WHERE conversation_id = (SELECT id FROM conv) AND user_id = $2
-            FOR KEY SHARE
-        ), existing AS (
-            SELECT m.*, COALESCE(m.sent_body_hash = md5($3), m.body = $3) AS same_body
-            FROM messages m
-            WHERE m.conversation_id = (SELECT id FROM conv) AND m.sender = $2 AND m.client_id = $4
-              AND EXISTS (SELECT 1 FROM member)
-        ), ins AS (
-            INSERT INTO messages AS m (conversation_id, seq, sender, body, client_id, version, sent_body_hash)
-            SELECT conv.id, conv.last_seq + 1, $2, $3, $4, conv.version + 1,
-                   CASE WHEN $4 IS NULL THEN NULL ELSE md5($3) END
-            FROM conv
-            WHERE EXISTS (SELECT 1 FROM member) AND NOT EXISTS (SELECT 1 FROM existing)
-            ON CONFLICT (conversation_id, sender, client_id) WHERE client_id IS NOT NULL DO NOTHING
-            RETURNING m.*
-        ), bump AS (
-            UPDATE conversations c
-            SET last_seq = ins.seq, version = ins.version, activity = nextval('conversation_activity'),
-                changed_xid = pg_current_xact_id()
-            FROM ins WHERE c.id = ins.conversation_id
-            RETURNING c.id, \(FeedEvent.notify("m", "c.id::text", "ins.seq::text", "ins.version::text"))
-        )
-        SELECT EXISTS (SELECT 1 FROM member), r.created, r.same_body, \(MessageRow.positional("r"))
-        FROM (SELECT) AS one
-        LEFT JOIN (
-            SELECT true AS created, true AS same_body, \(MessageRow.positional("m")) FROM ins m
-            UNION ALL
-            SELECT false, m.same_body, \(MessageRow.positional("m")) FROM existing m
-        ) r ON true
-        """
+    static let name = "scrollback_send_v4"
+    static let sql = SendSQL.text(replying: false)
     static let parameters = ["conversation_id", "sender", "body", "client_id"]
     static let bindingDataTypes: [PostgresDataType] = [.uuid, .text, .text, .text]
 
@@ -98,15 +157,21 @@ struct SendStatement: PostgresPreparedStatement {
     var body: String
     var clientID: String?
 
+    /// Whether a reply's parent can be answered.
+    enum Parent: String, Sendable {
+        case usable, missing, deleted
+    }
+
     struct Row: Sendable {
         var isMember: Bool
         var created: Bool
         var sameBody: Bool
+        var parent: Parent
         var message: Message?
     }
 
     func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 4)
+        var bindings = PostgresBindings(capacity: 5)
         bindings.append(conversation)
         bindings.append(sender.rawValue)
         bindings.append(body)
@@ -118,6 +183,28 @@ struct SendStatement: PostgresPreparedStatement {
         var reader = RowReader(row)
         return Row(
             isMember: try reader.required(Bool.self), created: try reader.next(Bool.self) ?? false,
-            sameBody: try reader.next(Bool.self) ?? false, message: try reader.message(in: conversation))
+            sameBody: try reader.next(Bool.self) ?? false,
+            parent: Parent(rawValue: try reader.required(String.self)) ?? .missing,
+            message: try reader.message(in: conversation))
+    }
+}
+
+/// A reply: a send with the parent's seq as `$5`.
+struct ReplyStatement: PostgresPreparedStatement {
+    static let name = "scrollback_reply_v1"
+    static let sql = SendSQL.text(replying: true)
+    static let bindingDataTypes: [PostgresDataType] = SendStatement.bindingDataTypes + [.int8]
+
+    var send: SendStatement
+    var replyTo: Int64
+
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = try send.makeBindings()
+        bindings.append(replyTo)
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> SendStatement.Row {
+        try send.decodeRow(row)
     }
 }

@@ -14,6 +14,14 @@ public enum StoreError: Error, Equatable, Sendable {
     case messageNotFound
     /// The message was deleted; a tombstone cannot be edited.
     case messageDeleted
+    /// A reply to a seq that is no message of the conversation.
+    case replyTargetMissing(Int64)
+    /// A reply to a deleted message.
+    case replyTargetDeleted
+    /// A new kind of reaction on a message that has the most kinds it may.
+    case tooManyReactions(limit: Int)
+    /// A thread of a message that is itself a reply (threads start at their root).
+    case notAThreadRoot(root: Int64)
     /// A read marker beyond the conversation's newest message.
     case readBeyondNewest(lastSeq: Int64)
     /// The conversation already has the maximum number of members.

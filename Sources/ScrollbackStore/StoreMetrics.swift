@@ -20,6 +20,8 @@ public enum StatementName: String, CaseIterable, Sendable {
     case send
     case changeMessage = "change_message"
     case diagnoseChange = "diagnose_change"
+    case react
+    case thread
     case feed
     case inbox
     case typing
