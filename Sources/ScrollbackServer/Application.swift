@@ -10,12 +10,12 @@ import ServiceLifecycle
 /// is counted and timed there.
 public func buildRouter(
     store: ScrollbackStore, tokens: TokenAuthority, live: LiveDelivery, limiter: RateLimiter = RateLimiter(limits: RateLimits()),
-    metrics: ScrollbackMetrics? = nil, demo: Bool = false
+    metrics: ScrollbackMetrics? = nil, demo: Bool = false, maxBodyBytes: Int = APILimits.maxRequestBodyBytes
 ) -> Router<ScrollbackRequestContext> {
     let router = Router(context: ScrollbackRequestContext.self, options: .autoGenerateHeadEndpoints)
     router.add(middleware: RequestLogMiddleware(metrics: metrics?.http))
-    router.add(middleware: ErrorMiddleware())
-    router.add(middleware: BodyLimitMiddleware())
+    router.add(middleware: ErrorMiddleware(maxBodyBytes: maxBodyBytes))
+    router.add(middleware: BodyLimitMiddleware(limit: maxBodyBytes))
     HealthController(store: store, live: live).addRoutes(to: router)
     LayoutController().addRoutes(to: router)  // public: outside the authenticated group
     let v1 = router.group("v1").add(middleware: AuthMiddleware(tokens: tokens, store: store))
@@ -63,13 +63,15 @@ public func buildApplication(
     let connections = configuration.connections
     var app = Application(
         router: buildRouter(
-            store: store, tokens: tokens, live: delivery, limiter: limiter, metrics: metrics, demo: configuration.demo),
+            store: store, tokens: tokens, live: delivery, limiter: limiter, metrics: metrics, demo: configuration.demo,
+            maxBodyBytes: configuration.connections.maxBodyBytes),
         server: HTTPServerBuilder { responder in
             GuardedChildChannel(
                 base: HTTP1WebSocketUpgradeChannel(
                     responder: responder, webSocketResponder: webSocketResponder, configuration: channelConfiguration),
                 limits: connections, gate: gate, onRefused: { metrics?.refusedConnection(kind: "http") },
-                onTimedOut: { metrics?.refusedConnection(kind: "timed_out") })
+                onTimedOut: { metrics?.refusedConnection(kind: "timed_out") },
+                onBodyTooLarge: { metrics?.refusedConnection(kind: "body_too_large") })
         },
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "scrollback"),
         onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) },

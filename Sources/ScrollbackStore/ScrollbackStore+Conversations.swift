@@ -91,7 +91,7 @@ extension ScrollbackStore {
     /// A page of the user's conversations, most recently active first, after
     /// `position` (nil: from the top). Keyset on the activity mark, never an
     /// OFFSET. A page stops at `limit` conversations or at about
-    /// ``APILimits/maxResponseBytes`` of JSON, whichever comes first.
+    /// ``StoreOptions/maxResponseBytes`` of JSON, whichever comes first.
     ///
     /// Activity changes while a client pages: a send moves its conversation
     /// to the top. One that was already listed only moves (nothing is lost),
@@ -135,7 +135,9 @@ extension ScrollbackStore {
         let activityChanged = passed != (position.count, position.digest)
         // At most `limit` conversations, and fewer when their members and
         // last messages would make a response of many megabytes.
-        let kept = ResponseBudget.fittingCount(of: page.prefix(limit)) { ResponseBudget.conversation($0.0) }
+        let kept = ResponseBudget.fittingCount(of: page.prefix(limit), limit: options.maxResponseBytes) {
+            ResponseBudget.conversation($0.0)
+        }
         let hasMore = page.count > kept
         page.removeLast(page.count - kept)
         let next = page.last.map { last in
