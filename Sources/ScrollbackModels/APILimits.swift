@@ -30,9 +30,11 @@ public enum APILimits {
     /// list stops before it would pass about this many bytes (it always
     /// holds at least one item) and says there is more (`has_more`,
     /// `next_cursor`): a page of 1,000 long messages or of 200 conversations
-    /// with 1,000 members each is not one response of many megabytes.
+    /// with 1,000 members each is not one response of many megabytes. The
+    /// default: a server may set another (`SCROLLBACK_MAX_RESPONSE_BYTES`).
     public static let maxResponseBytes = 1024 * 1024
-    /// A request body; larger ones get 413.
+    /// A request body; larger ones get 413. The default: a server may set
+    /// another (`SCROLLBACK_MAX_BODY_BYTES`).
     public static let maxRequestBodyBytes = 64 * 1024
     /// Item heights in one layout request. A client lays out the window of a
     /// conversation it holds, not all of it; the cap keeps one request small.
