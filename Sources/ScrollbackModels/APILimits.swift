@@ -26,6 +26,13 @@ public enum APILimits {
     /// The change log's page size without `limit`.
     public static let defaultChangesLimit = 100
 
+    /// `limit` of a page of search results.
+    public static let searchLimit: ClosedRange<Int> = 1...50
+    /// Search results per page without `limit`.
+    public static let defaultSearchLimit = 20
+    /// A search query (`q`): 1 to this many code points after trimming.
+    public static let maxSearchQueryLength = 256
+
     /// The JSON of one change-log page or one page of the conversation
     /// list stops before it would pass about this many bytes (it always
     /// holds at least one item) and says there is more (`has_more`,

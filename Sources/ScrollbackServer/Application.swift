@@ -22,6 +22,7 @@ public func buildRouter(
     ConversationController(store: store, limiter: limiter).addRoutes(to: v1)
     MessageController(store: store, limiter: limiter).addRoutes(to: v1)
     MessageChangeController(store: store).addRoutes(to: v1)
+    SearchController(store: store).addRoutes(to: v1)
     StreamController.addPlainRoute(to: router)
     if demo { DemoController(tokens: tokens).addRoutes(to: router) }
     router.add(middleware: MethodNotAllowedMiddleware(routes: router.routes.map { ($0.method, $0.path.description) }))
@@ -30,7 +31,8 @@ public func buildRouter(
 
 /// The HTTP and WebSocket server on `store`, which the caller runs (see
 /// `runScrollback`). With `migrateOnStart`, pending migrations are applied
-/// before the server accepts its first request. Without `live`, the
+/// before the server accepts its first request; then the search
+/// configuration is checked and set, and the search backfill starts. Without `live`, the
 /// application runs its own live delivery as one of its services; pass one to
 /// run it beside the application instead, so that a shutdown closes the
 /// sockets (1001) before the server stops. Requests and live delivery are
@@ -77,8 +79,15 @@ public func buildApplication(
         onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) },
         logger: logger)
     if live == nil { app.addServices(delivery) }
-    if migrateOnStart {
-        app.beforeServerStarts { try await store.migrate() }
+    // The search's backfill starts once the schema is there and its
+    // configuration is set; an unknown configuration stops the start.
+    let (searchReady, searchReadiness) = AsyncStream<Void>.makeStream()
+    app.addServices(SearchBackfill(store: store, logger: logger, ready: searchReady))
+    app.beforeServerStarts {
+        if migrateOnStart { try await store.migrate() }
+        try await SearchBackfill.configure(configuration.searchConfig, store: store, logger: logger)
+        searchReadiness.yield()
+        searchReadiness.finish()
     }
     return app
 }

@@ -44,6 +44,11 @@ public struct ScrollbackConfiguration: Sendable {
     /// `SCROLLBACK_BODY_TIMEOUT`, `SCROLLBACK_MIN_RECEIVE_RATE`,
     /// `SCROLLBACK_IDLE_TIMEOUT`, `SCROLLBACK_MAX_BODY_BYTES`.
     public var connections = ConnectionLimits()
+    /// `SCROLLBACK_SEARCH_CONFIG`: the PostgreSQL text search configuration
+    /// that messages are indexed and searched with (`simple`, the default,
+    /// finds words of any language without stemming; `english`, `german`,
+    /// ... stem and skip stop words). Checked against the database at start.
+    public var searchConfig = "simple"
     /// `SCROLLBACK_MAX_SOCKETS` (live delivery's other settings are not
     /// configurable).
     public var liveOptions = LiveOptions()
@@ -108,6 +113,13 @@ public struct ScrollbackConfiguration: Sendable {
         }
         for (name, action) in Self.rateLimitVariables {
             if let text = value(name) { rateLimits[action] = try Self.rateLimit(text, name) }
+        }
+        if let text = value("SCROLLBACK_SEARCH_CONFIG") {
+            guard text.wholeMatch(of: #/[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?/#) != nil else {
+                throw Failure(
+                    "SCROLLBACK_SEARCH_CONFIG must name a PostgreSQL text search configuration, such as simple or english (got \(text)).")
+            }
+            searchConfig = text
         }
         if let text = value("SCROLLBACK_MAX_CONNECTIONS") {
             connections.maxConnections = try Self.integer(text, "SCROLLBACK_MAX_CONNECTIONS", in: 1...1_000_000)

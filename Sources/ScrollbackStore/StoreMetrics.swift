@@ -24,6 +24,8 @@ public enum StatementName: String, CaseIterable, Sendable {
     case inbox
     case typing
     case migrate
+    case search
+    case searchBackfill = "search_backfill"
 }
 
 /// Why the store gave up on a statement or on waiting for a connection,

@@ -96,6 +96,8 @@ struct Golden: Sendable, CustomTestStringConvertible {
         Golden("layout_request_minimal", LayoutRequest(viewportHeight: 640, itemHeights: [100, 50])),
         Golden("layout_response", Values.layoutResponse),
         Golden("layout_response_without_visible", Values.layoutResponseWithoutVisible),
+        Golden("search_results", Values.searchResults),
+        Golden("search_results_last_page", SearchResults(hits: [], next: nil)),
         Golden("api_error_body", APIErrorBody(code: .conversationNotFound, message: "No conversation with this id.")),
         // The live stream's frames, both ways.
         Golden("client_frame_auth", ClientFrame.auth(token: "eyJhbGciOiJIUzI1NiJ9.e30.sig")),
@@ -181,6 +183,14 @@ enum Values {
     static let emptyConversation = Conversation(
         id: UUID(uuidString: "00000000-0000-4000-8000-000000000001")!, title: nil, createdBy: "bob",
         createdAt: createdAt, lastSeq: 0, members: ["bob"], activity: 9118)
+
+    static let searchResults = SearchResults(
+        hits: [
+            SearchHit(
+                conversationId: conversationID, seq: 42, message: message,
+                snippet: SearchSnippet(text: "On my way", highlights: [SearchHighlight(start: 6, length: 3)]))
+        ],
+        next: "czo2Zjk2MTlmZi04Yjg2LWQwMTEtYjQyZC0wMGMwNGZjOTY0ZmY6NDI")
 
     static let layoutRequest = LayoutRequest(
         viewportHeight: 640, itemHeights: [100, 50.5], spacing: 10, topInset: 4, bottomInset: 6, scrollOffset: 0,
