@@ -43,7 +43,7 @@ import Testing
 
             // Alice reads on another device (instance 1).
             _ = try await other.markRead(1, in: shared, by: alice)
-            guard case .inboxRead(let id, let user, let seq, let unread, _) = try await inbox.next(where: Self.isInbox)
+            guard case .inboxRead(let id, let user, let seq, let unread, _, _) = try await inbox.next(where: Self.isInbox)
             else {
                 Issue.record("expected read")
                 return
@@ -412,7 +412,7 @@ private struct InboxModel {
                 cursor = at
                 removed.remove(conversation.id)
                 lines[conversation.id] = InboxActivity(conversation)
-            case .inboxRead(let id, _, let seq, let unread, let at):
+            case .inboxRead(let id, _, let seq, let unread, _, let at):
                 cursor = at
                 if removed.contains(id) { problems.append("read after removal: \(id)") }
                 if var line = lines[id], seq >= line.readSeq {
