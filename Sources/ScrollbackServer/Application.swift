@@ -22,6 +22,7 @@ public func buildRouter(
     ConversationController(store: store, limiter: limiter).addRoutes(to: v1)
     MessageController(store: store, limiter: limiter).addRoutes(to: v1)
     MessageChangeController(store: store).addRoutes(to: v1)
+    MentionController(store: store).addRoutes(to: v1)
     StreamController.addPlainRoute(to: router)
     if demo { DemoController(tokens: tokens).addRoutes(to: router) }
     router.add(middleware: MethodNotAllowedMiddleware(routes: router.routes.map { ($0.method, $0.path.description) }))
