@@ -23,7 +23,11 @@
 -- when it is edited.
 
 -- The order of a user's mentions across conversations (newest first):
--- a mention takes the next value when it is stored.
+-- a mention takes the next value when it is stored. Values are taken in
+-- the writing statement, just before it commits, so a pass over the list
+-- misses nothing below its cursor but what committed during the pass: such
+-- mentions, like new ones, are above its cursor by then and are listed
+-- by the next pass from the top.
 CREATE SEQUENCE mention_position;
 
 CREATE TABLE mentions (
