@@ -97,11 +97,7 @@ import Testing
             // transactions open elsewhere hold back; see docs/protocol.md).
             var frame = try await inbox.next(where: InboxStreamTests.isInbox)
             while InboxStreamTests.isCreation(of: id, frame) { frame = try await inbox.next(where: InboxStreamTests.isInbox) }
-            let line: InboxActivity
-            switch frame {
-            case .conversationActivity(let activity, _): line = activity
-            case .memberAdded(let conversation, _): line = InboxActivity(conversation)
-            default:
+            guard let (line, _) = InboxStreamTests.line(frame) else {
                 Issue.record("expected conversation_activity, got \(frame)")
                 return
             }
