@@ -94,6 +94,13 @@ extension ScrollbackClient {
     }
 
     @discardableResult
+    public func mentions(
+        before cursor: String? = nil, limit: Int? = nil, completion: @escaping Completion<MentionPage>
+    ) -> Task<Void, Never> {
+        complete(completion) { () async throws(ScrollbackError) in try await mentions(before: cursor, limit: limit) }
+    }
+
+    @discardableResult
     public func layout(_ request: LayoutRequest, completion: @escaping Completion<LayoutResponse>) -> Task<Void, Never> {
         complete(completion) { () async throws(ScrollbackError) in try await layout(request) }
     }

@@ -177,6 +177,14 @@ public struct ScrollbackClient: Sendable {
             ])
     }
 
+    // MARK: Mentions
+
+    /// The caller's mentions, newest first across their conversations; pass
+    /// the previous page's `next` as `before` for older ones.
+    public func mentions(before cursor: String? = nil, limit: Int? = nil) async throws(ScrollbackError) -> MentionPage {
+        try await call(.GET, "/v1/mentions", query: [("before", cursor), ("limit", limit.map(String.init))])
+    }
+
     /// The layout calculator of the service (the same as `ScrollbackLayout` locally).
     public func layout(_ request: LayoutRequest) async throws(ScrollbackError) -> LayoutResponse {
         try await call(.POST, "/v1/layout", body: request)

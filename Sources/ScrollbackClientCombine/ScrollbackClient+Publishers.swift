@@ -82,6 +82,12 @@ extension ScrollbackClient {
             }
         }
 
+        public func mentions(before cursor: String? = nil, limit: Int? = nil)
+            -> AnyPublisher<MentionPage, ScrollbackError>
+        {
+            deferred { () async throws(ScrollbackError) in try await client.mentions(before: cursor, limit: limit) }
+        }
+
         public func layout(_ request: LayoutRequest) -> AnyPublisher<LayoutResponse, ScrollbackError> {
             deferred { () async throws(ScrollbackError) in try await client.layout(request) }
         }

@@ -21,6 +21,12 @@ public enum APILimits {
     public static let pageLimit: ClosedRange<Int> = 1...200
     /// The page size without `limit`.
     public static let defaultPageLimit = 50
+    /// `limit` of a page of the caller's mentions (`GET /v1/mentions`).
+    public static let mentionsLimit: ClosedRange<Int> = 1...50
+    /// The mentions page size without `limit`.
+    public static let defaultMentionsLimit = 20
+    /// Distinct users one message can mention; further `@` are plain text.
+    public static let maxMentionsPerMessage = 50
     /// `limit` of a page of the change log.
     public static let changesLimit: ClosedRange<Int> = 1...1_000
     /// The change log's page size without `limit`.

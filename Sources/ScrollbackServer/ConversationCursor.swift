@@ -6,11 +6,11 @@ import ScrollbackStore
 /// stands (`ConversationListPosition`).
 enum ConversationCursor {
     static func encode(_ position: ConversationListPosition) -> String {
-        OpaqueCursor.wrap("b:\(position.mark):\(position.count):\(position.digest)")
+        OpaqueCursor.encode("b:\(position.mark):\(position.count):\(position.digest)")
     }
 
     static func decode(_ cursor: String) throws -> ConversationListPosition {
-        guard let text = OpaqueCursor.unwrap(cursor) else { throw invalid }
+        guard let text = OpaqueCursor.decode(cursor) else { throw invalid }
         let fields = text.split(separator: ":", omittingEmptySubsequences: false)
         switch fields.first {
         case "b" where fields.count == 4:

@@ -22,6 +22,7 @@ public enum StatementName: String, CaseIterable, Sendable {
     case diagnoseChange = "diagnose_change"
     case feed
     case inbox
+    case mentions
     case typing
     case migrate
     case search
