@@ -82,12 +82,11 @@ public func buildApplication(
     if live == nil { app.addServices(delivery) }
     // The search's backfill starts once the schema is there and its
     // configuration is set; an unknown configuration stops the start.
-    let (searchReady, searchReadiness) = AsyncStream<Void>.makeStream()
+    let (searchReady, searchReadiness) = AsyncStream<Bool>.makeStream()
     app.addServices(SearchBackfill(store: store, logger: logger, ready: searchReady))
     app.beforeServerStarts {
         if migrateOnStart { try await store.migrate() }
-        try await SearchBackfill.configure(configuration.searchConfig, store: store, logger: logger)
-        searchReadiness.yield()
+        searchReadiness.yield(try await SearchBackfill.configure(configuration.searchConfig, store: store, logger: logger))
         searchReadiness.finish()
     }
     return app

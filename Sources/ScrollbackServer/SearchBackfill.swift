@@ -12,21 +12,26 @@ import ServiceLifecycle
 struct SearchBackfill: Service {
     let store: ScrollbackStore
     let logger: Logger
-    let ready: AsyncStream<Void>
+    /// Yields once the start has configured the search: whether messages
+    /// wait for their vectors.
+    let ready: AsyncStream<Bool>
     var batchSize = 2_000
     var pause = Duration.milliseconds(20)
     var retryDelay = Duration.seconds(5)
 
     /// Checks the configured text search configuration against the database
     /// and records it; an unknown one stops the start with what to fix.
-    static func configure(_ name: String, store: ScrollbackStore, logger: Logger) async throws {
+    /// Returns whether messages wait for their vectors (nothing runs in the
+    /// background when none does).
+    static func configure(_ name: String, store: ScrollbackStore, logger: Logger) async throws -> Bool {
         switch try await store.setSearchConfiguration(name) {
         case .unchanged:
-            break
+            return !(try await store.isSearchBackfillDone())
         case .changed(let previous):
             logger.notice(
                 "search configuration changed: every message is indexed again in the background",
                 metadata: ["from": "\(previous)", "to": "\(name)"])
+            return true
         case .unknown(let available):
             throw ScrollbackConfiguration.Failure(
                 "SCROLLBACK_SEARCH_CONFIG=\(name) names no text search configuration of this database. It has: \(available.joined(separator: ", ")).")
@@ -35,8 +40,8 @@ struct SearchBackfill: Service {
 
     func run() async throws {
         var started = ready.makeAsyncIterator()
-        guard await started.next() != nil else { return }
-        await cancelWhenGracefulShutdown { await fill() }
+        guard let needed = await started.next() else { return }
+        if needed { await cancelWhenGracefulShutdown { await fill() } }
         // A service that returns ends its group: idle until the shutdown.
         try? await gracefulShutdown()
     }

@@ -209,6 +209,13 @@ extension ScrollbackStore {
         }
     }
 
+    /// Whether every message has its search vector (the backfill has nothing to do).
+    public func isSearchBackfillDone() async throws -> Bool {
+        let rows = try await rows("SELECT backfill_done FROM search_settings", writes: false, as: .searchBackfill)
+        guard let done = try rows.first?.decode(Bool.self) else { throw MalformedRow() }
+        return done
+    }
+
     /// The configuration this process searches with: the one it set, or the
     /// one the database has (read once). Every instance is to be started with
     /// the same one; an instance that runs while another changes it searches
