@@ -11,6 +11,12 @@
 -- created_at grows with arrival, and each conversation's last_seq, version
 -- and activity agree with its messages. bench_targets tells the benchmark
 -- which conversations to address and as whom.
+--
+-- For the search: every tenth message of a conversation (seq divisible by
+-- 10) starts with the word `lunch`, and about 40 messages in all start with
+-- `zeppelin` (scrollback-bench's search workloads look for these two). The
+-- search vectors are made here, as the trigger would (triggers do not fire
+-- while loading in bulk), so the server's backfill finds nothing to do.
 \set ON_ERROR_STOP on
 SET max_parallel_workers_per_gather = 0;  -- one process draws every random() in a fixed order
 SET session_replication_role = replica;   -- no per-row foreign key triggers while loading in bulk
@@ -42,15 +48,18 @@ ORDER BY p.n, m.user_id;
 -- Messages in arrival order: a conversation's k-th message arrives at a
 -- random moment within the k-th part of the conversation's life, so all
 -- conversations talk at once and each one's seqs still arrive in order.
-INSERT INTO messages (conversation_id, seq, sender, body, created_at, version)
+INSERT INTO messages (conversation_id, seq, sender, body, created_at, version, search_vector)
 SELECT id, seq, sender, body,
-       timestamptz '2025-01-01 00:00:01+00' + arrival * interval '1 second', seq
+       timestamptz '2025-01-01 00:00:01+00' + arrival * interval '1 second', seq,
+       to_tsvector((SELECT config FROM search_settings), body)
 FROM (
     SELECT id, seq, sender, body, row_number() OVER (ORDER BY position, id) AS arrival
     FROM (
         SELECT p.id, s.seq,
                p.members[1 + s.seq % cardinality(p.members)] AS sender,
-               left(repeat(md5(random()::text) || ' ' || substr(md5(random()::text), 1, 9) || ' ', 6),
+               left(CASE WHEN (p.n * 7919 + s.seq) % 50000 = 0 THEN 'zeppelin '
+                         WHEN s.seq % 10 = 0 THEN 'lunch ' ELSE '' END
+                    || repeat(md5(random()::text) || ' ' || substr(md5(random()::text), 1, 9) || ' ', 6),
                     80 + floor(random() * 121)::int) AS body,
                (s.seq - 1 + random()) / p.message_count AS position
         FROM plan p CROSS JOIN LATERAL generate_series(1, p.message_count) AS s(seq)
@@ -79,5 +88,7 @@ CREATE TABLE bench_targets (
 INSERT INTO bench_targets
 SELECT n, CASE WHEN n = 0 THEN 'big' ELSE 'page' END, id, members[1], message_count
 FROM plan;
+
+UPDATE search_settings SET backfill_done = true, backfill_done_at = now();
 
 RESET session_replication_role;

@@ -3,8 +3,9 @@
 A conversation-list cursor is opaque: only a `next_cursor` the list returned
 is valid, and no generator can invent one. Wherever a case carries a cursor of
 the documented shape, it gets the real cursor that scripts/fuzz-api fetched
-for the user (FUZZ_API_CURSOR), so the rest of the case is what gets tested.
-A cursor outside the shape (a negative case) is left as it is.
+for the user (FUZZ_API_CURSOR), so the rest of the case is what gets tested;
+the mentions list's `before` likewise (FUZZ_API_MENTIONS_CURSOR). A cursor
+outside the shape (a negative case) is left as it is.
 
 A page of history takes its query as one form-exploded object (`page` in
 openapi.yaml). A negative case that turns one of its values into an object or
@@ -26,6 +27,7 @@ import re
 import schemathesis
 
 CURSOR = os.environ["FUZZ_API_CURSOR"]
+MENTIONS_CURSOR = os.environ["FUZZ_API_MENTIONS_CURSOR"]
 USER = os.environ["FUZZ_API_USER"]
 SHAPE = re.compile(r"[A-Za-z0-9_-]{1,96}")
 PAGE_QUERY = {
@@ -53,4 +55,8 @@ def map_case(context, case):
         cursor = case.query.get("cursor")
         if isinstance(cursor, str) and SHAPE.fullmatch(cursor):
             case.query["cursor"] = CURSOR
+    if case.operation.label == "GET /v1/mentions" and case.query:
+        cursor = case.query.get("before")
+        if isinstance(cursor, str) and SHAPE.fullmatch(cursor):
+            case.query["before"] = MENTIONS_CURSOR
     return case

@@ -72,6 +72,9 @@ public struct Inbox: Sendable, Equatable {
     /// The unread messages of every conversation in the list.
     public var unreadCount: Int64 { conversations.reduce(0) { $0 + $1.unreadCount } }
 
+    /// The unread mentions of the user in every conversation in the list.
+    public var unreadMentions: Int64 { conversations.reduce(0) { $0 + $1.unreadMentions } }
+
     // MARK: Changing
 
     /// Applies an action: how the rows changed, and what to fetch or send next.
@@ -149,7 +152,7 @@ public struct Inbox: Sendable, Equatable {
                     waiting[conversation.id] = line
                 }
             }
-        case .inboxRead(let id, _, let seq, let unreadCount, let at):
+        case .inboxRead(let id, _, let seq, let unreadCount, let unreadMentions, let at):
             cursor = at
             guard !removedIds.contains(id) else { break }
             stale.remove(id)
@@ -158,11 +161,13 @@ public struct Inbox: Sendable, Equatable {
             if var known = byId[id], seq > known.readSeq {
                 known.readSeq = seq
                 known.unreadCount = unreadCount
+                known.unreadMentions = unreadMentions
                 byId[id] = known
             }
             if var line = waiting[id], seq > line.readSeq {
                 line.readSeq = seq
                 line.unreadCount = unreadCount
+                line.unreadMentions = unreadMentions
                 waiting[id] = line
             }
         case .inboxMemberRemoved(let id, let at):
@@ -316,6 +321,7 @@ extension Conversation {
         activity = line.activity
         readSeq = line.readSeq
         unreadCount = line.unreadCount
+        unreadMentions = line.unreadMentions
         lastMessage = line.lastMessage
     }
 }

@@ -84,6 +84,23 @@ extension ScrollbackClient {
     }
 
     @discardableResult
+    public func search(
+        _ query: String, in conversation: UUID? = nil, before cursor: String? = nil, limit: Int? = nil,
+        completion: @escaping Completion<SearchResults>
+    ) -> Task<Void, Never> {
+        complete(completion) { () async throws(ScrollbackError) in
+            try await search(query, in: conversation, before: cursor, limit: limit)
+        }
+    }
+
+    @discardableResult
+    public func mentions(
+        before cursor: String? = nil, limit: Int? = nil, completion: @escaping Completion<MentionPage>
+    ) -> Task<Void, Never> {
+        complete(completion) { () async throws(ScrollbackError) in try await mentions(before: cursor, limit: limit) }
+    }
+
+    @discardableResult
     public func layout(_ request: LayoutRequest, completion: @escaping Completion<LayoutResponse>) -> Task<Void, Never> {
         complete(completion) { () async throws(ScrollbackError) in try await layout(request) }
     }

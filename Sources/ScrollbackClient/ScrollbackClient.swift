@@ -162,6 +162,29 @@ public struct ScrollbackClient: Sendable {
             query: [("since_version", String(version)), ("limit", limit.map(String.init))])
     }
 
+    /// Messages of the caller's conversations (or of `conversation` only)
+    /// that match `query`, newest first; pass the previous page's `next` as
+    /// `cursor` for the next. Open a hit's history with
+    /// `page(of: hit.conversationId, .around(hit.seq))`.
+    public func search(
+        _ query: String, in conversation: UUID? = nil, before cursor: String? = nil, limit: Int? = nil
+    ) async throws(ScrollbackError) -> SearchResults {
+        try await call(
+            .GET, "/v1/search",
+            query: [
+                ("q", query), ("conversation_id", conversation?.wire), ("before", cursor),
+                ("limit", limit.map(String.init)),
+            ])
+    }
+
+    // MARK: Mentions
+
+    /// The caller's mentions, newest first across their conversations; pass
+    /// the previous page's `next` as `before` for older ones.
+    public func mentions(before cursor: String? = nil, limit: Int? = nil) async throws(ScrollbackError) -> MentionPage {
+        try await call(.GET, "/v1/mentions", query: [("before", cursor), ("limit", limit.map(String.init))])
+    }
+
     /// The layout calculator of the service (the same as `ScrollbackLayout` locally).
     public func layout(_ request: LayoutRequest) async throws(ScrollbackError) -> LayoutResponse {
         try await call(.POST, "/v1/layout", body: request)

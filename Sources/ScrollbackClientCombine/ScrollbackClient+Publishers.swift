@@ -74,6 +74,20 @@ extension ScrollbackClient {
             deferred { () async throws(ScrollbackError) in try await client.changes(in: id, since: version, limit: limit) }
         }
 
+        public func search(_ query: String, in conversation: UUID? = nil, before cursor: String? = nil, limit: Int? = nil)
+            -> AnyPublisher<SearchResults, ScrollbackError>
+        {
+            deferred { () async throws(ScrollbackError) in
+                try await client.search(query, in: conversation, before: cursor, limit: limit)
+            }
+        }
+
+        public func mentions(before cursor: String? = nil, limit: Int? = nil)
+            -> AnyPublisher<MentionPage, ScrollbackError>
+        {
+            deferred { () async throws(ScrollbackError) in try await client.mentions(before: cursor, limit: limit) }
+        }
+
         public func layout(_ request: LayoutRequest) -> AnyPublisher<LayoutResponse, ScrollbackError> {
             deferred { () async throws(ScrollbackError) in try await client.layout(request) }
         }

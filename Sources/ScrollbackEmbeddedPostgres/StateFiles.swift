@@ -48,11 +48,14 @@ public enum StateFiles {
     /// `rename` when `replacing`, else `link`, which returns false when
     /// something is already there. The new file is created owner-only and
     /// exclusively (a link or a file already at its name is never used), and
-    /// handed to `owner` before it takes its name. `temporaryName` and
-    /// `beforePublishing` let the tests see the new file before it is named.
+    /// handed to `owner` before it takes its name. `temporaryName`,
+    /// `afterCreating` (the moment `open` has returned, before anything is
+    /// written) and `beforePublishing` let the tests see the new file before
+    /// it is named.
     static func publish(
         _ text: String, at path: String, replacing: Bool, owner: (uid: uid_t, gid: gid_t)? = nil,
         temporaryName: () -> String = { ".tmp-" + UUID().uuidString },
+        afterCreating: (String) throws -> Void = { _ in },
         beforePublishing: (String) throws -> Void = { _ in }
     ) throws -> Bool {
         let folder = folder(of: path)
@@ -72,6 +75,7 @@ public enum StateFiles {
             close(descriptor)
             if !named { unlink(temporary) }
         }
+        try afterCreating(temporary)
         // The mode asked of open() is narrowed by the umask, never widened; this
         // makes it exactly 0600 whatever the umask.
         guard fchmod(descriptor, 0o600) == 0 else { throw failure("could not set the mode of", temporary) }

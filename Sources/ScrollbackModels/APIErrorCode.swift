@@ -57,7 +57,8 @@ public struct APIErrorCode: RawRepresentable, Codable, Sendable, Hashable, CaseI
     public static let idempotencyConflict = APIErrorCode(rawValue: "idempotency_conflict")
     /// The message was deleted and cannot be edited.
     public static let messageDeleted = APIErrorCode(rawValue: "message_deleted")
-    /// The request body is larger than ``APILimits/maxRequestBodyBytes``.
+    /// The request body is larger than the server's limit
+    /// (``APILimits/maxRequestBodyBytes`` unless it sets another).
     public static let payloadTooLarge = APIErrorCode(rawValue: "payload_too_large")
     /// The caller did this too often: wait `Retry-After` seconds (on the
     /// live stream, the error frame's `retry_after`) before trying again.

@@ -30,18 +30,33 @@ public enum APILimits {
     public static let pageLimit: ClosedRange<Int> = 1...200
     /// The page size without `limit`.
     public static let defaultPageLimit = 50
+    /// `limit` of a page of the caller's mentions (`GET /v1/mentions`).
+    public static let mentionsLimit: ClosedRange<Int> = 1...50
+    /// The mentions page size without `limit`.
+    public static let defaultMentionsLimit = 20
+    /// Distinct users one message can mention; further `@` are plain text.
+    public static let maxMentionsPerMessage = 50
     /// `limit` of a page of the change log.
     public static let changesLimit: ClosedRange<Int> = 1...1_000
     /// The change log's page size without `limit`.
     public static let defaultChangesLimit = 100
 
+    /// `limit` of a page of search results.
+    public static let searchLimit: ClosedRange<Int> = 1...50
+    /// Search results per page without `limit`.
+    public static let defaultSearchLimit = 20
+    /// A search query (`q`): 1 to this many code points after trimming.
+    public static let maxSearchQueryLength = 256
+
     /// The JSON of one change-log page or one page of the conversation
     /// list stops before it would pass about this many bytes (it always
     /// holds at least one item) and says there is more (`has_more`,
     /// `next_cursor`): a page of 1,000 long messages or of 200 conversations
-    /// with 1,000 members each is not one response of many megabytes.
+    /// with 1,000 members each is not one response of many megabytes. The
+    /// default: a server may set another (`SCROLLBACK_MAX_RESPONSE_BYTES`).
     public static let maxResponseBytes = 1024 * 1024
-    /// A request body; larger ones get 413.
+    /// A request body; larger ones get 413. The default: a server may set
+    /// another (`SCROLLBACK_MAX_BODY_BYTES`).
     public static let maxRequestBodyBytes = 64 * 1024
     /// Item heights in one layout request. A client lays out the window of a
     /// conversation it holds, not all of it; the cap keeps one request small.

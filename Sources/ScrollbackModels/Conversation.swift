@@ -11,6 +11,7 @@ public struct Conversation: Codable, Sendable, Hashable {
         case members
         case readSeq = "read_seq"
         case unreadCount = "unread_count"
+        case unreadMentions = "unread_mentions"
         case lastMessage = "last_message"
         case version
         case activity
@@ -28,6 +29,9 @@ public struct Conversation: Codable, Sendable, Hashable {
     public var readSeq: Int64
     /// Messages after the caller's marker, not sent by the caller, not deleted.
     public var unreadCount: Int64
+    /// The caller's mentions after their marker (`@user` in a message of
+    /// another member, see `GET /v1/mentions`), not deleted.
+    public var unreadMentions: Int64
     /// The newest message (a preview for conversation lists); nil while empty.
     public var lastMessage: Message?
     /// The conversation's change count: every message stored, edited or
@@ -40,8 +44,8 @@ public struct Conversation: Codable, Sendable, Hashable {
 
     public init(
         id: UUID, title: String?, createdBy: String, createdAt: Date, lastSeq: Int64, members: [String],
-        readSeq: Int64 = 0, unreadCount: Int64 = 0, lastMessage: Message? = nil, version: Int64 = 0,
-        activity: Int64 = 0
+        readSeq: Int64 = 0, unreadCount: Int64 = 0, unreadMentions: Int64 = 0, lastMessage: Message? = nil,
+        version: Int64 = 0, activity: Int64 = 0
     ) {
         self.id = id
         self.title = title
@@ -51,12 +55,14 @@ public struct Conversation: Codable, Sendable, Hashable {
         self.members = members
         self.readSeq = readSeq
         self.unreadCount = unreadCount
+        self.unreadMentions = unreadMentions
         self.lastMessage = lastMessage
         self.version = version
         self.activity = activity
     }
 
-    /// `version` and `activity` may be absent (servers before they existed): 0.
+    /// `version`, `activity` and `unread_mentions` may be absent (servers
+    /// before they existed): 0.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         id = try container.decode(UUID.self, forKey: .id)
@@ -67,6 +73,7 @@ public struct Conversation: Codable, Sendable, Hashable {
         members = try container.decode([String].self, forKey: .members)
         readSeq = try container.decode(Int64.self, forKey: .readSeq)
         unreadCount = try container.decode(Int64.self, forKey: .unreadCount)
+        unreadMentions = try container.decodeIfPresent(Int64.self, forKey: .unreadMentions) ?? 0
         lastMessage = try container.decodeIfPresent(Message.self, forKey: .lastMessage)
         version = try container.decodeIfPresent(Int64.self, forKey: .version) ?? 0
         activity = try container.decodeIfPresent(Int64.self, forKey: .activity) ?? 0
@@ -83,6 +90,7 @@ public struct Conversation: Codable, Sendable, Hashable {
         try container.encode(members, forKey: .members)
         try container.encode(readSeq, forKey: .readSeq)
         try container.encode(unreadCount, forKey: .unreadCount)
+        try container.encode(unreadMentions, forKey: .unreadMentions)
         try container.encode(lastMessage, forKey: .lastMessage)
         try container.encode(version, forKey: .version)
         try container.encode(activity, forKey: .activity)
@@ -182,16 +190,29 @@ public struct ReadMarker: Codable, Sendable, Equatable {
         case conversationId = "conversation_id"
         case readSeq = "read_seq"
         case unreadCount = "unread_count"
+        case unreadMentions = "unread_mentions"
     }
 
     public var conversationId: UUID
     public var readSeq: Int64
     public var unreadCount: Int64
+    /// The caller's mentions after the marker (as in `Conversation`).
+    public var unreadMentions: Int64
 
-    public init(conversationId: UUID, readSeq: Int64, unreadCount: Int64) {
+    public init(conversationId: UUID, readSeq: Int64, unreadCount: Int64, unreadMentions: Int64 = 0) {
         self.conversationId = conversationId
         self.readSeq = readSeq
         self.unreadCount = unreadCount
+        self.unreadMentions = unreadMentions
+    }
+
+    /// `unread_mentions` may be absent (servers before it existed): 0.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        conversationId = try container.decode(UUID.self, forKey: .conversationId)
+        readSeq = try container.decode(Int64.self, forKey: .readSeq)
+        unreadCount = try container.decode(Int64.self, forKey: .unreadCount)
+        unreadMentions = try container.decodeIfPresent(Int64.self, forKey: .unreadMentions) ?? 0
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -199,6 +220,7 @@ public struct ReadMarker: Codable, Sendable, Equatable {
         try container.encode(conversationId.uuidString.lowercased(), forKey: .conversationId)
         try container.encode(readSeq, forKey: .readSeq)
         try container.encode(unreadCount, forKey: .unreadCount)
+        try container.encode(unreadMentions, forKey: .unreadMentions)
     }
 }
 
@@ -225,6 +247,8 @@ extension Conversation: JSONWritable {
         writer.string(title)
         writer.key("unread_count")
         writer.number(unreadCount)
+        writer.key("unread_mentions")
+        writer.number(unreadMentions)
         writer.key("version")
         writer.number(version)
         writer.endObject()
@@ -253,6 +277,8 @@ extension ReadMarker: JSONWritable {
         writer.number(readSeq)
         writer.key("unread_count")
         writer.number(unreadCount)
+        writer.key("unread_mentions")
+        writer.number(unreadMentions)
         writer.endObject()
     }
 }

@@ -157,7 +157,8 @@ public enum ServerFrame: Codable, Sendable, Equatable {
     case memberAdded(Conversation, cursor: String)
     /// Inbox: the caller's own read marker moved, on any device (type
     /// `read`, told apart from a conversation's `read` by its `cursor`).
-    case inboxRead(conversationId: UUID, userId: String, seq: Int64, unreadCount: Int64, cursor: String)
+    case inboxRead(
+        conversationId: UUID, userId: String, seq: Int64, unreadCount: Int64, unreadMentions: Int64 = 0, cursor: String)
     /// Inbox: the caller left or was removed from a conversation (type
     /// `member_removed`, with a `cursor`).
     case inboxMemberRemoved(conversationId: UUID, cursor: String)
@@ -183,6 +184,7 @@ public enum ServerFrame: Codable, Sendable, Equatable {
         case cursor
         case conversation
         case unreadCount = "unread_count"
+        case unreadMentions = "unread_mentions"
     }
 
     public var type: String {
@@ -226,7 +228,9 @@ public enum ServerFrame: Codable, Sendable, Equatable {
                 self = .inboxRead(
                     conversationId: try id(), userId: try container.decode(String.self, forKey: .userId),
                     seq: try container.decode(Int64.self, forKey: .seq),
-                    unreadCount: try container.decode(Int64.self, forKey: .unreadCount), cursor: cursor)
+                    unreadCount: try container.decode(Int64.self, forKey: .unreadCount),
+                    unreadMentions: try container.decodeIfPresent(Int64.self, forKey: .unreadMentions) ?? 0,
+                    cursor: cursor)
             } else {
                 self = .read(
                     conversationId: try id(), userId: try container.decode(String.self, forKey: .userId),
@@ -308,11 +312,12 @@ public enum ServerFrame: Codable, Sendable, Equatable {
         case .memberAdded(let conversation, let cursor):
             try container.encode(conversation, forKey: .conversation)
             try container.encode(cursor, forKey: .cursor)
-        case .inboxRead(let id, let userId, let seq, let unreadCount, let cursor):
+        case .inboxRead(let id, let userId, let seq, let unreadCount, let unreadMentions, let cursor):
             try container.encode(id.lowercased, forKey: .conversationId)
             try container.encode(userId, forKey: .userId)
             try container.encode(seq, forKey: .seq)
             try container.encode(unreadCount, forKey: .unreadCount)
+            try container.encode(unreadMentions, forKey: .unreadMentions)
             try container.encode(cursor, forKey: .cursor)
         case .inboxMemberRemoved(let id, let cursor):
             try container.encode(id.lowercased, forKey: .conversationId)
@@ -333,15 +338,17 @@ public struct InboxActivity: Codable, Sendable, Equatable {
     public var lastSeq: Int64
     public var version: Int64
     public var activity: Int64
-    /// The caller's read marker and unread count (as in `Conversation`).
+    /// The caller's read marker, unread count and unread mentions (as in
+    /// `Conversation`).
     public var readSeq: Int64
     public var unreadCount: Int64
+    public var unreadMentions: Int64
     /// The newest message, as a preview; nil while the conversation is empty.
     public var lastMessage: Message?
 
     public init(
         conversationId: UUID, lastSeq: Int64, version: Int64, activity: Int64, readSeq: Int64, unreadCount: Int64,
-        lastMessage: Message?
+        unreadMentions: Int64 = 0, lastMessage: Message?
     ) {
         self.conversationId = conversationId
         self.lastSeq = lastSeq
@@ -349,6 +356,7 @@ public struct InboxActivity: Codable, Sendable, Equatable {
         self.activity = activity
         self.readSeq = readSeq
         self.unreadCount = unreadCount
+        self.unreadMentions = unreadMentions
         self.lastMessage = lastMessage
     }
 
@@ -357,7 +365,7 @@ public struct InboxActivity: Codable, Sendable, Equatable {
         self.init(
             conversationId: conversation.id, lastSeq: conversation.lastSeq, version: conversation.version,
             activity: conversation.activity, readSeq: conversation.readSeq, unreadCount: conversation.unreadCount,
-            lastMessage: conversation.lastMessage)
+            unreadMentions: conversation.unreadMentions, lastMessage: conversation.lastMessage)
     }
 
     enum CodingKeys: String, CodingKey {
@@ -367,6 +375,7 @@ public struct InboxActivity: Codable, Sendable, Equatable {
         case activity
         case readSeq = "read_seq"
         case unreadCount = "unread_count"
+        case unreadMentions = "unread_mentions"
         case lastMessage = "last_message"
     }
 
@@ -378,6 +387,8 @@ public struct InboxActivity: Codable, Sendable, Equatable {
         activity = try container.decode(Int64.self, forKey: .activity)
         readSeq = try container.decode(Int64.self, forKey: .readSeq)
         unreadCount = try container.decode(Int64.self, forKey: .unreadCount)
+        // Absent from servers before mentions: 0.
+        unreadMentions = try container.decodeIfPresent(Int64.self, forKey: .unreadMentions) ?? 0
         lastMessage = try container.decodeIfPresent(Message.self, forKey: .lastMessage)
     }
 
@@ -389,6 +400,7 @@ public struct InboxActivity: Codable, Sendable, Equatable {
         try container.encode(activity, forKey: .activity)
         try container.encode(readSeq, forKey: .readSeq)
         try container.encode(unreadCount, forKey: .unreadCount)
+        try container.encode(unreadMentions, forKey: .unreadMentions)
         try container.encode(lastMessage, forKey: .lastMessage)
     }
 }
@@ -480,6 +492,8 @@ extension ServerFrame: JSONWritable {
             writeType(to: &writer)
             writer.key("unread_count")
             writer.number(line.unreadCount)
+            writer.key("unread_mentions")
+            writer.number(line.unreadMentions)
             writer.key("version")
             writer.number(line.version)
         case .memberAdded(let conversation, let cursor):
@@ -488,7 +502,7 @@ extension ServerFrame: JSONWritable {
             writer.key("cursor")
             writer.string(cursor)
             writeType(to: &writer)
-        case .inboxRead(let id, let userId, let seq, let unreadCount, let cursor):
+        case .inboxRead(let id, let userId, let seq, let unreadCount, let unreadMentions, let cursor):
             writer.key("conversation_id")
             writer.uuid(id)
             writer.key("cursor")
@@ -498,6 +512,8 @@ extension ServerFrame: JSONWritable {
             writeType(to: &writer)
             writer.key("unread_count")
             writer.number(unreadCount)
+            writer.key("unread_mentions")
+            writer.number(unreadMentions)
             writer.key("user_id")
             writer.string(userId)
         case .inboxMemberRemoved(let id, let cursor):

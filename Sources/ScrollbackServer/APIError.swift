@@ -49,8 +49,12 @@ public struct APIError: Error, HTTPResponseError, Equatable {
         .serviceUnavailable, .serviceUnavailable,
         "The database is unreachable right now. Retry after a moment.", headers: [.retryAfter: "1"])
 
+    /// With `Connection: close`: the rest of the body is not read, so the
+    /// connection cannot carry another request.
     static func payloadTooLarge(limit: Int) -> APIError {
-        APIError(.contentTooLarge, .payloadTooLarge, "The request body must be at most \(limit / 1024) KiB.")
+        let size = limit.isMultiple(of: 1024) ? "\(limit / 1024) KiB" : "\(limit) bytes"
+        return APIError(
+            .contentTooLarge, .payloadTooLarge, "The request body must be at most \(size).", headers: [.connection: "close"])
     }
 
     /// The one place where store outcomes become HTTP statuses.
@@ -108,6 +112,9 @@ public struct APIError: Error, HTTPResponseError, Equatable {
 /// Hummingbird raises itself (unknown route, body too large). Anything else is
 /// logged and becomes a 500 that reveals nothing.
 struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
+    /// The body limit a 413 of Hummingbird's own names.
+    var maxBodyBytes = APILimits.maxRequestBodyBytes
+
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
         -> Response
     {
@@ -118,7 +125,7 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
         } catch let error as StoreError {
             return try APIError(error).response(from: request, context: context)
         } catch let error as HTTPError {
-            return try Self.translate(error).response(from: request, context: context)
+            return try Self.translate(error, maxBodyBytes: maxBodyBytes).response(from: request, context: context)
         } catch {
             context.logger.error("unexpected error", metadata: ["error": "\(String(reflecting: error))"])
             return try APIError(
@@ -127,14 +134,14 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
         }
     }
 
-    static func translate(_ error: HTTPError) -> APIError {
+    static func translate(_ error: HTTPError, maxBodyBytes: Int) -> APIError {
         switch error.status {
         case .notFound:
             APIError(.notFound, .notFound, "There is no such route; see /openapi.yaml for the API.")
         case .methodNotAllowed:
             APIError(.methodNotAllowed, .methodNotAllowed, "This route does not accept that method.")
         case .contentTooLarge:
-            .payloadTooLarge(limit: APILimits.maxRequestBodyBytes)
+            .payloadTooLarge(limit: maxBodyBytes)
         case let status where (400..<500).contains(status.code):
             APIError(status, .badRequest, error.body ?? status.reasonPhrase)
         default:

@@ -10,18 +10,20 @@ import ServiceLifecycle
 /// is counted and timed there.
 public func buildRouter(
     store: ScrollbackStore, tokens: TokenAuthority, live: LiveDelivery, limiter: RateLimiter = RateLimiter(limits: RateLimits()),
-    metrics: ScrollbackMetrics? = nil, demo: Bool = false
+    metrics: ScrollbackMetrics? = nil, demo: Bool = false, maxBodyBytes: Int = APILimits.maxRequestBodyBytes
 ) -> Router<ScrollbackRequestContext> {
     let router = Router(context: ScrollbackRequestContext.self, options: .autoGenerateHeadEndpoints)
     router.add(middleware: RequestLogMiddleware(metrics: metrics?.http))
-    router.add(middleware: ErrorMiddleware())
-    router.add(middleware: BodyLimitMiddleware())
+    router.add(middleware: ErrorMiddleware(maxBodyBytes: maxBodyBytes))
+    router.add(middleware: BodyLimitMiddleware(limit: maxBodyBytes))
     HealthController(store: store, live: live).addRoutes(to: router)
     LayoutController().addRoutes(to: router)  // public: outside the authenticated group
     let v1 = router.group("v1").add(middleware: AuthMiddleware(tokens: tokens, store: store))
     ConversationController(store: store, limiter: limiter).addRoutes(to: v1)
     MessageController(store: store, limiter: limiter).addRoutes(to: v1)
     MessageChangeController(store: store).addRoutes(to: v1)
+    SearchController(store: store).addRoutes(to: v1)
+    MentionController(store: store).addRoutes(to: v1)
     StreamController.addPlainRoute(to: router)
     if demo { DemoController(tokens: tokens).addRoutes(to: router) }
     router.add(middleware: MethodNotAllowedMiddleware(routes: router.routes.map { ($0.method, $0.path.description) }))
@@ -30,7 +32,8 @@ public func buildRouter(
 
 /// The HTTP and WebSocket server on `store`, which the caller runs (see
 /// `runScrollback`). With `migrateOnStart`, pending migrations are applied
-/// before the server accepts its first request. Without `live`, the
+/// before the server accepts its first request; then the search
+/// configuration is checked and set, and the search backfill starts. Without `live`, the
 /// application runs its own live delivery as one of its services; pass one to
 /// run it beside the application instead, so that a shutdown closes the
 /// sockets (1001) before the server stops. Requests and live delivery are
@@ -63,20 +66,28 @@ public func buildApplication(
     let connections = configuration.connections
     var app = Application(
         router: buildRouter(
-            store: store, tokens: tokens, live: delivery, limiter: limiter, metrics: metrics, demo: configuration.demo),
+            store: store, tokens: tokens, live: delivery, limiter: limiter, metrics: metrics, demo: configuration.demo,
+            maxBodyBytes: configuration.connections.maxBodyBytes),
         server: HTTPServerBuilder { responder in
             GuardedChildChannel(
                 base: HTTP1WebSocketUpgradeChannel(
                     responder: responder, webSocketResponder: webSocketResponder, configuration: channelConfiguration),
                 limits: connections, gate: gate, onRefused: { metrics?.refusedConnection(kind: "http") },
-                onTimedOut: { metrics?.refusedConnection(kind: "timed_out") })
+                onTimedOut: { metrics?.refusedConnection(kind: "timed_out") },
+                onBodyTooLarge: { metrics?.refusedConnection(kind: "body_too_large") })
         },
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "scrollback"),
         onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) },
         logger: logger)
     if live == nil { app.addServices(delivery) }
-    if migrateOnStart {
-        app.beforeServerStarts { try await store.migrate() }
+    // The search's backfill starts once the schema is there and its
+    // configuration is set; an unknown configuration stops the start.
+    let (searchReady, searchReadiness) = AsyncStream<Bool>.makeStream()
+    app.addServices(SearchBackfill(store: store, logger: logger, ready: searchReady))
+    app.beforeServerStarts {
+        if migrateOnStart { try await store.migrate() }
+        searchReadiness.yield(try await SearchBackfill.configure(configuration.searchConfig, store: store, logger: logger))
+        searchReadiness.finish()
     }
     return app
 }

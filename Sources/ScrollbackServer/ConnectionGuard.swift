@@ -20,6 +20,10 @@ public struct ConnectionLimits: Sendable, Equatable {
     public var bodyTimeout: Duration = .seconds(10)
     public var minReceiveRate = 1_024
     public var idleTimeout: Duration = .seconds(60)
+    /// `SCROLLBACK_MAX_BODY_BYTES`: the largest request body, on every
+    /// route. A larger one is answered 413 (or its connection closed when
+    /// the answer has begun), never read to its end.
+    public var maxBodyBytes = APILimits.maxRequestBodyBytes
 
     var timer: RequestTimer.Limits {
         RequestTimer.Limits(
@@ -91,6 +95,8 @@ struct GuardedChildChannel<Base: ServerChildChannel>: ServerChildChannel {
     let onRefused: @Sendable () -> Void
     /// Called for each request answered 408 and cut.
     var onTimedOut: @Sendable () -> Void = {}
+    /// Called for each request cut for a body over the limit.
+    var onBodyTooLarge: @Sendable () -> Void = {}
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         guard gate.enter() else {
@@ -103,7 +109,10 @@ struct GuardedChildChannel<Base: ServerChildChannel>: ServerChildChannel {
         channel.closeFuture.whenComplete { [gate] _ in gate.leave() }
         return channel.eventLoop.makeCompletedFuture {
             try channel.pipeline.syncOperations.addHandler(
-                SlowClientGuard(limits: limits.timer, onTimedOut: onTimedOut), name: SlowClientGuard.name)
+                SlowClientGuard(
+                    limits: limits.timer, maxBodyBytes: limits.maxBodyBytes, onTimedOut: onTimedOut,
+                    onBodyTooLarge: onBodyTooLarge),
+                name: SlowClientGuard.name)
         }.flatMap {
             base.setup(channel: channel, logger: logger)
         }.map { Value(channel: channel, base: $0) }
@@ -128,6 +137,11 @@ enum CannedResponse {
         var buffer = ByteBuffer(string: head)
         buffer.writeBytes(body)
         return buffer
+    }
+
+    static func payloadTooLarge(limit: Int) -> ByteBuffer {
+        let error = APIError.payloadTooLarge(limit: limit)
+        return bytes(status: "413 Content Too Large", code: error.code, message: error.message)
     }
 
     static let overCapacity = bytes(
@@ -177,6 +191,15 @@ final class RefusingHandler: ChannelInboundHandler, RemovableChannelHandler {
 /// further down tells it where requests begin and end. A request that
 /// does not arrive in time is answered 408 (when no answer has begun) and
 /// the connection closed.
+///
+/// It also caps every request's body, on every route: Hummingbird reads
+/// (and discards) the rest of a body the route did not read, with no
+/// limit, so a route that never reads its body (typing, a 401, a GET)
+/// would otherwise take gigabytes of a chunked one. Past the limit, the
+/// request is answered 413 when no answer has begun, and the connection
+/// closed either way; what the client still sends goes no further. The
+/// close lingers a little (``lingerBytes``, ``lingerTime``): a client
+/// still sending its body then reads the answer rather than a reset.
 final class SlowClientGuard: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
@@ -191,10 +214,35 @@ final class SlowClientGuard: ChannelDuplexHandler, RemovableChannelHandler {
     private let onTimedOut: @Sendable () -> Void
     /// Whether the server is shutting down gracefully.
     private var quiescing = false
+    private let maxBodyBytes: Int
+    private let onBodyTooLarge: @Sendable () -> Void
+    /// The body bytes of the request under way, as decoded (chunk framing
+    /// not counted).
+    private var bodyBytes = 0
+    /// Whether the answer to the request under way has begun.
+    private var answerBegan = false
+    /// The connection is being closed for a body over the limit: what the
+    /// client still sends goes no further, and the server's own answer (if
+    /// any comes) is not written after the 413.
+    private(set) var cut = false
+    /// Bytes dropped since the cut.
+    private var dropped = 0
+    /// After a cut, the most the client may still send, and the longest
+    /// it is waited for, before the connection closes.
+    static let lingerBytes = 1024 * 1024
+    static let lingerTime = TimeAmount.seconds(1)
+    /// Set while the handler is in the pipeline, for the cut (which the
+    /// observer further down triggers).
+    private var context: ChannelHandlerContext?
 
-    init(limits: RequestTimer.Limits, onTimedOut: @escaping @Sendable () -> Void = {}) {
+    init(
+        limits: RequestTimer.Limits, maxBodyBytes: Int = APILimits.maxRequestBodyBytes,
+        onTimedOut: @escaping @Sendable () -> Void = {}, onBodyTooLarge: @escaping @Sendable () -> Void = {}
+    ) {
         timer = RequestTimer(limits: limits, now: .zero)
+        self.maxBodyBytes = maxBodyBytes
         self.onTimedOut = onTimedOut
+        self.onBodyTooLarge = onBodyTooLarge
     }
 
     private var now: Duration { .nanoseconds((NIODeadline.now() - origin).nanoseconds) }
@@ -209,6 +257,7 @@ final class SlowClientGuard: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
         let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
         check = context.eventLoop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { _ in
             let (handler, context) = loopBound.value
@@ -246,6 +295,7 @@ final class SlowClientGuard: ChannelDuplexHandler, RemovableChannelHandler {
     func handlerRemoved(context: ChannelHandlerContext) {
         check?.cancel()
         check = nil
+        self.context = nil
     }
 
     func channelInactive(context: ChannelHandlerContext) {
@@ -255,13 +305,50 @@ final class SlowClientGuard: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !cut else {
+            dropped += unwrapInboundIn(data).readableBytes
+            if dropped > Self.lingerBytes { context.close(promise: nil) }
+            return
+        }
         timer.read(bytes: unwrapInboundIn(data).readableBytes, now: now)
         context.fireChannelRead(data)
     }
 
-    func headReceived() { timer.headReceived(now: now) }
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        guard !cut else {
+            promise?.fail(ChannelError.ioOnClosedChannel)
+            return
+        }
+        context.write(data, promise: promise)
+    }
+
+    func headReceived() {
+        timer.headReceived(now: now)
+        bodyBytes = 0
+        answerBegan = false
+    }
+
     func requestEnded() { timer.requestEnded(now: now) }
+    func responseBegan() { answerBegan = true }
     func responseEnded() { timer.responseEnded(now: now) }
+
+    /// `bytes` more of the request's body arrived. The part that passes
+    /// the limit still goes on (a route reading the body then refuses it
+    /// itself, quietly); nothing after it does.
+    func bodyReceived(bytes: Int) {
+        bodyBytes += bytes
+        guard !cut, bodyBytes > maxBodyBytes, let context else { return }
+        cut = true
+        check?.cancel()
+        check = nil
+        onBodyTooLarge()
+        // Written past this handler's own `write`, which now refuses the
+        // server's answer; an answer already begun is flushed, not followed.
+        let answer = answerBegan ? ByteBuffer() : CannedResponse.payloadTooLarge(limit: maxBodyBytes)
+        context.writeAndFlush(wrapOutboundOut(answer), promise: nil)
+        let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
+        context.eventLoop.scheduleTask(in: Self.lingerTime) { loopBound.value.close(promise: nil) }
+    }
 
     /// The connection became a live-stream socket.
     func exempt() {
@@ -298,8 +385,9 @@ final class SlowClientGuard: ChannelDuplexHandler, RemovableChannelHandler {
 }
 
 /// Tells the connection's ``SlowClientGuard`` where each request's head and
-/// end pass and where each answer ends. One per connection, among the
-/// HTTP/1 channel's additional handlers.
+/// end pass, how much body comes between, and where each answer begins and
+/// ends. One per connection, among the HTTP/1 channel's additional
+/// handlers.
 final class RequestBoundaryObserver: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
@@ -313,16 +401,23 @@ final class RequestBoundaryObserver: ChannelDuplexHandler, RemovableChannelHandl
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        // Cut for a body over the limit: nothing more reaches the server
+        // (the decoder may still hold parts of what was read).
+        guard guarding?.cut != true else { return }
         switch unwrapInboundIn(data) {
         case .head: guarding?.headReceived()
         case .end: guarding?.requestEnded()
-        case .body: break
+        case .body(let part): guarding?.bodyReceived(bytes: part.readableBytes)
         }
         context.fireChannelRead(data)
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        if case .end = unwrapOutboundIn(data) { guarding?.responseEnded() }
+        switch unwrapOutboundIn(data) {
+        case .head: guarding?.responseBegan()
+        case .end: guarding?.responseEnded()
+        case .body: break
+        }
         context.write(data, promise: promise)
     }
 }

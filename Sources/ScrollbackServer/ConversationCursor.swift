@@ -6,18 +6,11 @@ import ScrollbackStore
 /// stands (`ConversationListPosition`).
 enum ConversationCursor {
     static func encode(_ position: ConversationListPosition) -> String {
-        Data("b:\(position.mark):\(position.count):\(position.digest)".utf8).base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-")
-            .replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
+        OpaqueCursor.encode("b:\(position.mark):\(position.count):\(position.digest)")
     }
 
     static func decode(_ cursor: String) throws -> ConversationListPosition {
-        var base64 = cursor.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
-        guard cursor.count <= 96, let data = Data(base64Encoded: base64),
-            let text = String(data: data, encoding: .utf8)
-        else { throw invalid }
+        guard let text = OpaqueCursor.decode(cursor) else { throw invalid }
         let fields = text.split(separator: ":", omittingEmptySubsequences: false)
         switch fields.first {
         case "b" where fields.count == 4:

@@ -108,7 +108,8 @@ struct InboxRouting {
                         send(
                             .inboxRead(
                                 conversationId: conversation.id, userId: user.rawValue, seq: conversation.readSeq,
-                                unreadCount: conversation.unreadCount, cursor: cursor))
+                                unreadCount: conversation.unreadCount, unreadMentions: conversation.unreadMentions,
+                                cursor: cursor))
                     } else {
                         continue
                     }

@@ -19,7 +19,7 @@ struct LiveMetrics: Sendable {
     private let listening: Gauge
 
     /// The `kind` of a notification: what happened in the conversation.
-    static let notificationKinds = ["message", "read", "member_removed", "typing"]
+    static let notificationKinds = ["message", "read", "member_added", "member_removed", "typing"]
 
     init(factory: any MetricsFactory) {
         slowConsumerCloses = Counter(label: "scrollback_live_slow_consumer_closes_total", factory: factory)

@@ -15,6 +15,9 @@ public struct ScrollbackRequestContext: RequestContext {
 
     /// The request's connection.
     let channel: any Channel
+    /// The largest body a route reads (`SCROLLBACK_MAX_BODY_BYTES`), set by
+    /// `BodyLimitMiddleware`.
+    var maxBodyBytes = APILimits.maxRequestBodyBytes
 
     public init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)

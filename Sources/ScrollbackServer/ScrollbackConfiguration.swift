@@ -21,7 +21,8 @@ public struct ScrollbackConfiguration: Sendable {
     /// `DATABASE_URL`: nil runs the embedded PostgreSQL cluster.
     public var databaseURL: DatabaseURL?
     /// `SCROLLBACK_DB_POOL_SIZE`, `SCROLLBACK_DB_TIMEOUT` (the statement
-    /// timeout) and `SCROLLBACK_DB_LOCK_TIMEOUT`.
+    /// timeout), `SCROLLBACK_DB_LOCK_TIMEOUT` and
+    /// `SCROLLBACK_MAX_RESPONSE_BYTES`.
     public var store = StoreOptions()
     /// `SCROLLBACK_JWT_SECRET`: at least 32 bytes. Required with
     /// `DATABASE_URL`; with the embedded database a generated one is kept in
@@ -41,8 +42,13 @@ public struct ScrollbackConfiguration: Sendable {
     public var rateLimits = RateLimits()
     /// `SCROLLBACK_MAX_CONNECTIONS`, `SCROLLBACK_HEADER_TIMEOUT`,
     /// `SCROLLBACK_BODY_TIMEOUT`, `SCROLLBACK_MIN_RECEIVE_RATE`,
-    /// `SCROLLBACK_IDLE_TIMEOUT`.
+    /// `SCROLLBACK_IDLE_TIMEOUT`, `SCROLLBACK_MAX_BODY_BYTES`.
     public var connections = ConnectionLimits()
+    /// `SCROLLBACK_SEARCH_CONFIG`: the PostgreSQL text search configuration
+    /// that messages are indexed and searched with (`simple`, the default,
+    /// finds words of any language without stemming; `english`, `german`,
+    /// ... stem and skip stop words). Checked against the database at start.
+    public var searchConfig = "simple"
     /// `SCROLLBACK_MAX_SOCKETS` (live delivery's other settings are not
     /// configurable).
     public var liveOptions = LiveOptions()
@@ -83,6 +89,9 @@ public struct ScrollbackConfiguration: Sendable {
         if let text = value("SCROLLBACK_DB_LOCK_TIMEOUT") {
             store.lockTimeout = try Self.seconds(text, "SCROLLBACK_DB_LOCK_TIMEOUT")
         }
+        if let text = value("SCROLLBACK_MAX_RESPONSE_BYTES") {
+            store.maxResponseBytes = try Self.integer(text, "SCROLLBACK_MAX_RESPONSE_BYTES", in: Self.responseBytesRange)
+        }
         if let text = value("SCROLLBACK_JWT_SECRET") {
             guard text.utf8.count >= TokenAuthority.minimumSecretBytes else { throw Failure(TokenAuthority.WeakSecret().description) }
             jwtSecret = text
@@ -105,6 +114,13 @@ public struct ScrollbackConfiguration: Sendable {
         for (name, action) in Self.rateLimitVariables {
             if let text = value(name) { rateLimits[action] = try Self.rateLimit(text, name) }
         }
+        if let text = value("SCROLLBACK_SEARCH_CONFIG") {
+            guard text.wholeMatch(of: #/[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?/#) != nil else {
+                throw Failure(
+                    "SCROLLBACK_SEARCH_CONFIG must name a PostgreSQL text search configuration, such as simple or english (got \(text)).")
+            }
+            searchConfig = text
+        }
         if let text = value("SCROLLBACK_MAX_CONNECTIONS") {
             connections.maxConnections = try Self.integer(text, "SCROLLBACK_MAX_CONNECTIONS", in: 1...1_000_000)
         }
@@ -123,6 +139,9 @@ public struct ScrollbackConfiguration: Sendable {
         if let text = value("SCROLLBACK_IDLE_TIMEOUT") {
             connections.idleTimeout = try Self.seconds(text, "SCROLLBACK_IDLE_TIMEOUT")
         }
+        if let text = value("SCROLLBACK_MAX_BODY_BYTES") {
+            connections.maxBodyBytes = try Self.integer(text, "SCROLLBACK_MAX_BODY_BYTES", in: Self.bodyBytesRange)
+        }
         if databaseURL != nil && jwtSecret == nil {
             throw Failure(
                 """
@@ -140,6 +159,12 @@ public struct ScrollbackConfiguration: Sendable {
             self.description = description
         }
     }
+
+    /// `SCROLLBACK_MAX_BODY_BYTES`: from 16 KiB, which holds the longest
+    /// message (4,000 code points, escaped), to 64 MiB.
+    static let bodyBytesRange = 16 * 1024...64 * 1024 * 1024
+    /// `SCROLLBACK_MAX_RESPONSE_BYTES`: from 64 KiB to 64 MiB.
+    static let responseBytesRange = 64 * 1024...64 * 1024 * 1024
 
     static func integer(_ text: String, _ name: String, in range: ClosedRange<Int>) throws -> Int {
         guard let number = Int(text), range.contains(number) else {

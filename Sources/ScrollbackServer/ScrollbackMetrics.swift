@@ -26,7 +26,7 @@ public final class ScrollbackMetrics: Sendable {
     /// The rate limits' kinds, counted from zero.
     static let rateLimitKinds = ["send", "conversation", "member", "typing", "subscribe"]
     /// What a refused connection was.
-    static let connectionKinds = ["http", "socket", "timed_out"]
+    static let connectionKinds = ["http", "socket", "timed_out", "body_too_large"]
 
     /// The buckets of every latency histogram: from half a millisecond (a
     /// page from a warm cache) to ten seconds (past the statement timeout).
@@ -55,7 +55,8 @@ public final class ScrollbackMetrics: Sendable {
     }
 
     /// A connection refused by the connection cap (`kind` http or socket),
-    /// or cut for a request that arrived too slowly (timed_out).
+    /// or cut for a request that arrived too slowly (timed_out) or whose
+    /// body passed the limit (body_too_large).
     public func refusedConnection(kind: String) {
         refusals.increment(kind)
     }

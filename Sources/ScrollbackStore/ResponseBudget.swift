@@ -1,7 +1,8 @@
 import ScrollbackModels
 
 /// How many items of a list fit in one response of at most
-/// ``APILimits/maxResponseBytes``, by an upper estimate of each item's JSON.
+/// ``StoreOptions/maxResponseBytes`` (``APILimits/maxResponseBytes`` by
+/// default, `SCROLLBACK_MAX_RESPONSE_BYTES`), by an upper estimate of each item's JSON.
 /// The first item always fits, so a client always makes progress.
 enum ResponseBudget {
     /// The JSON of one item's fixed fields (ids, numbers, dates, keys) with room to spare.
@@ -10,7 +11,7 @@ enum ResponseBudget {
     /// The length of the longest prefix of `items` whose estimated JSON
     /// stays within `limit` bytes, and at least 1 when `items` is not empty.
     static func fittingCount<Item>(
-        of items: some Collection<Item>, limit: Int = APILimits.maxResponseBytes, bytes: (Item) -> Int
+        of items: some Collection<Item>, limit: Int, bytes: (Item) -> Int
     ) -> Int {
         var total = 0
         var count = 0

@@ -40,7 +40,7 @@ extension ScrollbackStore {
     static let conversationColumns = """
         c.id, c.title, c.created_by, c.created_at, c.last_seq, c.version, c.activity,
         ARRAY(SELECT user_id FROM members WHERE conversation_id = c.id ORDER BY user_id COLLATE "C") AS members,
-        me.read_seq, \(unreadCount) AS unread_count,
+        me.read_seq, \(unreadCount) AS unread_count, \(unreadMentions) AS unread_mentions,
         \(MessageRow.columns("lm", conversation: "c.id", readers: "ARRAY[me.user_id]"))
         """
 
@@ -50,6 +50,14 @@ extension ScrollbackStore {
         (SELECT count(*) FROM messages u
          WHERE u.conversation_id = me.conversation_id AND u.seq > me.read_seq
            AND u.sender <> me.user_id AND NOT u.deleted)
+        """
+
+    /// The mentions of member row `me` after its read marker (see
+    /// sql/007_mentions.sql: a deleted message has none, nor has the
+    /// sender's own), counted on the mentions' primary key.
+    static let unreadMentions = """
+        (SELECT count(*) FROM mentions um
+         WHERE um.conversation_id = me.conversation_id AND um.user_id = me.user_id AND um.seq > me.read_seq)
         """
 
     static let conversationSource = """
@@ -70,6 +78,7 @@ extension ScrollbackStore {
             members: try columns["members"].decode([String].self),
             readSeq: try columns["read_seq"].decode(Int64.self),
             unreadCount: try columns["unread_count"].decode(Int64.self),
+            unreadMentions: try columns["unread_mentions"].decode(Int64.self),
             lastMessage: try MessageRow.decode(columns, alias: "lm", conversation: id),
             version: try columns["version"].decode(Int64.self), activity: try columns["activity"].decode(Int64.self))
         return conversation
@@ -91,7 +100,7 @@ extension ScrollbackStore {
     /// A page of the user's conversations, most recently active first, after
     /// `position` (nil: from the top). Keyset on the activity mark, never an
     /// OFFSET. A page stops at `limit` conversations or at about
-    /// ``APILimits/maxResponseBytes`` of JSON, whichever comes first.
+    /// ``StoreOptions/maxResponseBytes`` of JSON, whichever comes first.
     ///
     /// Activity changes while a client pages: a send moves its conversation
     /// to the top. One that was already listed only moves (nothing is lost),
@@ -135,7 +144,9 @@ extension ScrollbackStore {
         let activityChanged = passed != (position.count, position.digest)
         // At most `limit` conversations, and fewer when their members and
         // last messages would make a response of many megabytes.
-        let kept = ResponseBudget.fittingCount(of: page.prefix(limit)) { ResponseBudget.conversation($0.0) }
+        let kept = ResponseBudget.fittingCount(of: page.prefix(limit), limit: options.maxResponseBytes) {
+            ResponseBudget.conversation($0.0)
+        }
         let hasMore = page.count > kept
         page.removeLast(page.count - kept)
         let next = page.last.map { last in
@@ -165,15 +176,18 @@ extension ScrollbackStore {
             )
             SELECT (SELECT last_seq FROM c),
                    EXISTS (SELECT 1 FROM members WHERE conversation_id = \(id) AND user_id = \(user.rawValue)),
-                   me.read_seq, \(unescaped: Self.unreadCount)
+                   me.read_seq, \(unescaped: Self.unreadCount), \(unescaped: Self.unreadMentions)
             FROM (SELECT) AS one LEFT JOIN moved me ON true
             """,
             writes: true, as: .markRead)
-        guard let (lastSeq, isMember, readSeq, unread) = try rows.first?.decode((Int64?, Bool, Int64?, Int64?).self)
+        guard
+            let (lastSeq, isMember, readSeq, unread, mentions) = try rows.first?.decode(
+                (Int64?, Bool, Int64?, Int64?, Int64?).self)
         else { throw MalformedRow() }
         guard let lastSeq, isMember else { throw StoreError.conversationNotFound }
         guard let readSeq else { throw StoreError.readBeyondNewest(lastSeq: lastSeq) }
-        return ReadMarker(conversationId: id, readSeq: readSeq, unreadCount: unread ?? 0)
+        return ReadMarker(
+            conversationId: id, readSeq: readSeq, unreadCount: unread ?? 0, unreadMentions: mentions ?? 0)
     }
 
     /// Adds `user` to the conversation; any member may add. Adding someone who

@@ -48,7 +48,7 @@ extension ScrollbackStore {
     /// first, each once in its latest state. Versions are dense and commit in
     /// order, so a client that applies these to any window it holds ends with
     /// what a fresh fetch of that window returns. A set stops at `limit`
-    /// messages or at about ``APILimits/maxResponseBytes`` of JSON, whichever
+    /// messages or at about ``StoreOptions/maxResponseBytes`` of JSON, whichever
     /// comes first, with `hasMore`.
     public func changes(in id: UUID, for user: UserID, since version: Int64, limit: Int) async throws -> ChangeSet {
         let rows = try await rows(
@@ -75,7 +75,8 @@ extension ScrollbackStore {
         }
         guard let current else { throw StoreError.conversationNotFound }
         // At most `limit` messages, and fewer when they would make a response of many megabytes.
-        let kept = ResponseBudget.fittingCount(of: messages.prefix(limit), bytes: ResponseBudget.message)
+        let kept = ResponseBudget.fittingCount(
+            of: messages.prefix(limit), limit: options.maxResponseBytes, bytes: ResponseBudget.message)
         guard messages.count > kept else { return ChangeSet(messages: messages, hasMore: false, version: current) }
         messages.removeLast(messages.count - kept)
         return ChangeSet(messages: messages, hasMore: true, version: messages.last!.version)

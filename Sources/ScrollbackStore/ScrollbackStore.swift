@@ -22,6 +22,8 @@ public struct ScrollbackStore: Service {
     let metrics: StoreMetrics
     let knownUsers = KnownUsers()
     let reachability = Reachability()
+    /// The text search configuration, once set or read (see `searchConfiguration()`).
+    let searchConfigurationCache = NIOLockedValueBox<String?>(nil)
 
     /// `metrics` receives the pool's gauges, each operation's latency and
     /// the timeouts (see the README's metrics); by default they go nowhere.

@@ -24,8 +24,11 @@ public enum StatementName: String, CaseIterable, Sendable {
     case thread
     case feed
     case inbox
+    case mentions
     case typing
     case migrate
+    case search
+    case searchBackfill = "search_backfill"
 }
 
 /// Why the store gave up on a statement or on waiting for a connection,

@@ -1,3 +1,5 @@
+import ScrollbackModels
+
 /// How the store uses its database: pool size and the limits PostgreSQL
 /// enforces on every statement.
 public struct StoreOptions: Sendable, Equatable {
@@ -12,15 +14,20 @@ public struct StoreOptions: Sendable, Equatable {
     /// The schema to use (`search_path`); nil for the server's default. The
     /// tests give each test a schema of its own.
     public var searchPath: String?
+    /// About the most JSON a page of the change log or of the conversation
+    /// list makes before it stops with `has_more` (see ``ResponseBudget``);
+    /// ``APILimits/maxResponseBytes`` by default.
+    public var maxResponseBytes: Int
 
     public init(
         maximumConnections: Int = 20, statementTimeout: Duration = .seconds(5), lockTimeout: Duration = .seconds(2),
-        searchPath: String? = nil
+        searchPath: String? = nil, maxResponseBytes: Int = APILimits.maxResponseBytes
     ) {
         self.maximumConnections = maximumConnections
         self.statementTimeout = statementTimeout
         self.lockTimeout = lockTimeout
         self.searchPath = searchPath
+        self.maxResponseBytes = maxResponseBytes
     }
 
     /// How long a request waits for the database at most, lease included:

@@ -20,6 +20,18 @@ enum WorkloadKind: String, CaseIterable, Sendable {
     case sendRandom = "send-random"
     /// `POST .../messages` to the one hot conversation.
     case sendHot = "send-hot"
+    /// `GET /v1/search?q=lunch` as a member of a random conversation among
+    /// the many: a word in every tenth message.
+    case searchCommon = "search-common"
+    /// `GET /v1/search?q=zeppelin`, likewise: a word in about 40 messages of
+    /// the whole data set.
+    case searchRare = "search-rare"
+
+    /// The words the search workloads look for (scripts/bench-data.sql puts them in).
+    static let commonWord = "lunch"
+    static let rareWord = "zeppelin"
+    /// Hits per search page.
+    static let searchLimit = 20
 }
 
 /// The targets of a run, read from the files `scripts/bench` writes:
@@ -71,7 +83,7 @@ struct Workload: Sendable {
         self.baseURL = baseURL
         self.pageSize = pageSize
         switch kind {
-        case .newestPage, .sendRandom: self.targets = targets.many
+        case .newestPage, .sendRandom, .searchCommon, .searchRare: self.targets = targets.many
         case .deepPage: self.targets = targets.big.map { [$0] } ?? []
         case .sendHot: self.targets = targets.hot.map { [$0] } ?? []
         }
@@ -89,6 +101,9 @@ struct Workload: Sendable {
             // `depth` messages are newer than the page: before = last_seq - depth + 1.
             let depth = Int.random(in: 0...max(target.lastSeq - pageSize, 0), using: &random)
             request = HTTPClientRequest(url: "\(path)?limit=\(pageSize)&before=\(target.lastSeq - depth + 1)")
+        case .searchCommon, .searchRare:
+            let word = kind == .searchCommon ? WorkloadKind.commonWord : WorkloadKind.rareWord
+            request = HTTPClientRequest(url: "\(baseURL)/v1/search?q=\(word)&limit=\(WorkloadKind.searchLimit)")
         case .sendRandom, .sendHot:
             request = HTTPClientRequest(url: path)
             request.method = .POST

@@ -157,12 +157,10 @@ struct Figure: Encodable {
         }
         for (name, label) in [("send-random", "random conversations"), ("send-hot", "one hot conversation")] {
             guard let send = runs[name] else { continue }
-            let pgbench = runs["pgbench-\(name)"]
             figures.append(
-                Figure(
-                    4, "send, \(label), closed loop, \(send.connections) connections", unit: "req/s",
-                    value: send.throughput, baselineName: pgbench.map { _ in "pgbench -M prepared, send statement" },
-                    baseline: pgbench?.throughput, target: .ratioAtLeast(0.7), runs: [send, pgbench]))
+                closedLoop(
+                    4, "send, \(label)", send, beside: runs["pgbench-\(name)"],
+                    named: "pgbench -M prepared, send statement", target: .ratioAtLeast(0.7)))
         }
         // What the change feed's NOTIFY costs PostgreSQL itself.
         for (name, label) in [("send-random", "random conversations"), ("send-hot", "one hot conversation")] {
@@ -174,6 +172,19 @@ struct Figure: Encodable {
                     4, "pgbench send statement, \(label)", unit: "req/s", value: notifying.throughput,
                     baselineName: "the same without pg_notify", baseline: silent.throughput,
                     runs: [notifying, silent]))
+        }
+        for (name, label) in [("search-common", "a word in 1 message of 10"), ("search-rare", "a rare word")] {
+            guard let search = runs[name] else { continue }
+            let pgbench = runs["pgbench-\(name)"]
+            figures.append(
+                closedLoop(6, "search, \(label)", search, beside: pgbench, named: "pgbench -M extended, search statement"))
+            for (percentile, path) in [("p50", \LatencySummary.p50), ("p99", \LatencySummary.p99)] {
+                figures.append(
+                    Figure(
+                        6, "search, \(label), \(percentile)", unit: "ms", value: search.latency[keyPath: path],
+                        baselineName: pgbench.map { _ in "pgbench search statement \(percentile)" },
+                        baseline: pgbench?.latency[keyPath: path], runs: [search, pgbench]))
+            }
         }
         if let idleRSSKiB {
             figures.append(
@@ -187,6 +198,17 @@ struct Figure: Encodable {
                 Figure(5, "server resident memory, peak under load", unit: "MB", value: Double(peak) / 1_024, runs: []))
         }
         return figures
+    }
+
+    /// The throughput of a closed-loop run beside its pgbench baseline (when it ran).
+    static func closedLoop(
+        _ number: Int, _ name: String, _ run: Measurement, beside pgbench: Measurement?, named baselineName: String,
+        target: Target? = nil
+    ) -> Figure {
+        Figure(
+            number, "\(name), closed loop, \(run.connections) connections", unit: "req/s", value: run.throughput,
+            baselineName: pgbench.map { _ in baselineName }, baseline: pgbench?.throughput, target: target,
+            runs: [run, pgbench])
     }
 
     /// A plain-text table, one line per figure.

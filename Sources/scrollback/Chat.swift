@@ -154,7 +154,8 @@ actor ChatSession {
     }
 
     static func line(_ number: Int, _ conversation: Conversation) -> String {
-        let unread = conversation.unreadCount > 0 ? "[\(conversation.unreadCount) unread] " : ""
+        let mentions = conversation.unreadMentions > 0 ? ", \(conversation.unreadMentions) @you" : ""
+        let unread = conversation.unreadCount > 0 ? "[\(conversation.unreadCount) unread\(mentions)] " : ""
         let title = conversation.title ?? conversation.members.joined(separator: ", ")
         let preview = conversation.lastMessage.map { message in
             ": \(message.sender): " + (message.deleted ? "(deleted)" : String(message.body.prefix(60)))

@@ -45,6 +45,8 @@ struct Serve: AsyncParsableCommand {
             metadata: [
                 "max_connections": "\(configuration.connections.maxConnections)",
                 "max_sockets": "\(configuration.liveOptions.maxSockets)",
+                "max_body_bytes": "\(configuration.connections.maxBodyBytes)",
+                "max_response_bytes": "\(configuration.store.maxResponseBytes)",
                 "rate_limits": "\(RateLimitedAction.allCases.map { "\($0.rawValue) \(configuration.rateLimits[$0])" }.joined(separator: ", "))",
             ])
         let database = try Startup.database(configuration, logger: logger)

@@ -123,3 +123,17 @@ import Testing
         }
     }
 }
+
+extension PublisherTests {
+    @Test func searchIsAPublisherToo() async throws {
+        try await LiveCluster.run { cluster in
+            let alice = ScrollbackClient(baseURL: cluster.instances[0].baseURL) { try await cluster.token("alice") }
+            let id = try await alice.createConversation().id
+            _ = try await alice.send("Où est la gare ?", to: id)
+            let search = alice.publishers.search("gare", in: id, limit: 5)
+            let results = try await Self.value(of: search)
+            #expect(results.hits.map(\.seq) == [1] && results.next == nil)
+            #expect(results.hits.first?.snippet.highlightedWords == ["gare"])
+        }
+    }
+}

@@ -49,7 +49,23 @@ func refusal(_ body: () throws -> Void, sourceLocation: SourceLocation = #_sourc
         try withTemporaryFolder { folder in
             let path = folder + "/jwt-secret"
             var seen: String?
-            let written = try StateFiles.publish("secret\n", at: path, replacing: false, beforePublishing: { temporary in
+            var created: mode_t?
+            // With no umask to narrow it, the mode the file is created with is
+            // the mode asked of open(): seen the moment open() returns, before
+            // any chmod, it proves the file was never open to others. The
+            // umask is the process's, so it is restored right there.
+            let umaskBefore = umask(0)
+            var restored = false
+            defer { if !restored { umask(umaskBefore) } }
+            let written = try StateFiles.publish(
+                "secret\n", at: path, replacing: false,
+                afterCreating: { temporary in
+                    umask(umaskBefore)
+                    restored = true
+                    created = permissions(temporary)
+                    #expect(fileInfo(temporary)?.st_size == 0, "seen before anything is written")
+                },
+                beforePublishing: { temporary in
                 seen = temporary
                 #expect(StateFiles.folder(of: temporary) == folder)
                 #expect(permissions(temporary) == 0o600)
@@ -58,6 +74,7 @@ func refusal(_ body: () throws -> Void, sourceLocation: SourceLocation = #_sourc
                 #expect(fileInfo(path) == nil, "the file takes its name only once complete")
             })
             #expect(written)
+            #expect(created == 0o600, "created owner-only, not narrowed to it afterwards")
             #expect(permissions(path) == 0o600)
             #expect(contents(path) == "secret\n")
             #expect(seen.flatMap(fileInfo) == nil, "the temporary name is gone")

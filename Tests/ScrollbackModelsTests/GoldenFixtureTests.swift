@@ -29,7 +29,7 @@ import Testing
         #expect(
             written == [
                 "Message", "MessageEnvelope", "MessagePage", "ChangeSet", "Conversation", "ConversationList",
-                "ReadMarker", "APIErrorBody", "PageLayoutHints", "ServerFrame",
+                "ReadMarker", "APIErrorBody", "PageLayoutHints", "ServerFrame", "MentionPage",
             ])
     }
 
@@ -84,7 +84,15 @@ struct Golden: Sendable, CustomTestStringConvertible {
             ConversationList(conversations: [Values.conversation, Values.emptyConversation], nextCursor: "YToxMg")),
         Golden(
             "conversation_list_last_page", ConversationList(conversations: [], nextCursor: nil, activityChanged: true)),
-        Golden("read_marker", ReadMarker(conversationId: Values.conversationID, readSeq: 41, unreadCount: 1)),
+        Golden(
+            "read_marker",
+            ReadMarker(conversationId: Values.conversationID, readSeq: 41, unreadCount: 1, unreadMentions: 1)),
+        Golden(
+            "mention_page",
+            MentionPage(
+                mentions: [Mention(conversationId: Values.conversationID, seq: 42, message: Values.message, read: false)],
+                next: "bToxMDI0")),
+        Golden("mention_page_last", MentionPage(mentions: [], next: nil)),
         Golden("send_message_request", SendMessageRequest(body: "On my way", clientId: "c-7f3a")),
         Golden("send_message_request_without_client_id", SendMessageRequest(body: "On my way")),
         Golden("edit_message_request", EditMessageRequest(body: "On my way!")),
@@ -96,6 +104,8 @@ struct Golden: Sendable, CustomTestStringConvertible {
         Golden("layout_request_minimal", LayoutRequest(viewportHeight: 640, itemHeights: [100, 50])),
         Golden("layout_response", Values.layoutResponse),
         Golden("layout_response_without_visible", Values.layoutResponseWithoutVisible),
+        Golden("search_results", Values.searchResults),
+        Golden("search_results_last_page", SearchResults(hits: [], next: nil)),
         Golden("api_error_body", APIErrorBody(code: .conversationNotFound, message: "No conversation with this id.")),
         // The live stream's frames, both ways.
         Golden("client_frame_auth", ClientFrame.auth(token: "eyJhbGciOiJIUzI1NiJ9.e30.sig")),
@@ -177,10 +187,19 @@ enum Values {
 
     static let conversation = Conversation(
         id: conversationID, title: "Trip", createdBy: "alice", createdAt: createdAt, lastSeq: 42,
-        members: ["alice", "bob"], readSeq: 40, unreadCount: 1, lastMessage: message, version: 44, activity: 9120)
+        members: ["alice", "bob"], readSeq: 40, unreadCount: 1, unreadMentions: 1, lastMessage: message, version: 44,
+        activity: 9120)
     static let emptyConversation = Conversation(
         id: UUID(uuidString: "00000000-0000-4000-8000-000000000001")!, title: nil, createdBy: "bob",
         createdAt: createdAt, lastSeq: 0, members: ["bob"], activity: 9118)
+
+    static let searchResults = SearchResults(
+        hits: [
+            SearchHit(
+                conversationId: conversationID, seq: 42, message: message,
+                snippet: SearchSnippet(text: "On my way", highlights: [SearchHighlight(start: 6, length: 3)]))
+        ],
+        next: "czo2Zjk2MTlmZi04Yjg2LWQwMTEtYjQyZC0wMGMwNGZjOTY0ZmY6NDI")
 
     static let layoutRequest = LayoutRequest(
         viewportHeight: 640, itemHeights: [100, 50.5], spacing: 10, topInset: 4, bottomInset: 6, scrollOffset: 0,

@@ -81,14 +81,22 @@ import Testing
                 createdAt: Self.date(&rng), lastSeq: Int64.random(in: 0...Int64.max, using: &rng),
                 members: (0..<Int.random(in: 0...3, using: &rng)).map { _ in Self.text(&rng, maxLength: 8) },
                 readSeq: Int64.random(in: 0...9, using: &rng), unreadCount: Int64.random(in: 0...9, using: &rng),
-                lastMessage: messages.first)
+                unreadMentions: Int64.random(in: 0...9, using: &rng), lastMessage: messages.first)
             try Self.expectSameBytes(conversation)
             try Self.expectSameBytes(
                 ConversationList(
                     conversations: [conversation], nextCursor: Bool.random(using: &rng) ? Self.text(&rng) : nil,
                     activityChanged: Bool.random(using: &rng)))
             try Self.expectSameBytes(
-                ReadMarker(conversationId: UUID(), readSeq: Int64.random(in: 0...9, using: &rng), unreadCount: 3))
+                ReadMarker(
+                    conversationId: UUID(), readSeq: Int64.random(in: 0...9, using: &rng), unreadCount: 3,
+                    unreadMentions: Int64.random(in: 0...3, using: &rng)))
+            try Self.expectSameBytes(
+                MentionPage(
+                    mentions: messages.map {
+                        Mention(conversationId: $0.conversationId, seq: $0.seq, message: $0, read: Bool.random(using: &rng))
+                    },
+                    next: Bool.random(using: &rng) ? Self.text(&rng) : nil))
             try Self.expectSameBytes(
                 APIErrorBody(code: APIErrorCode(rawValue: Self.text(&rng, maxLength: 12)), message: Self.text(&rng)))
         }

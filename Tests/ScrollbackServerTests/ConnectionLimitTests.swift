@@ -89,6 +89,82 @@ import Testing
         }
     }
 
+    /// A chunked body streamed at full speed to routes that never read a
+    /// body (typing, answered 204; a removal refused 401 before anything is
+    /// read; a GET) is cut at about the limit: the connection is closed
+    /// while the client still sends, not read to its end (Hummingbird would
+    /// read and discard the rest of it, however long, and then wait for the
+    /// next request). The server keeps serving.
+    @Test func aChunkedBodyIsCutOnRoutesThatNeverReadIt() async throws {
+        try await TestServer.run { server in
+            let conversation = try await server.createConversation(as: "alice", members: ["bob"])
+            let token = try await server.token("alice")
+            let port = try #require(server.client.port)
+            let chunked = ["Content-Type: application/json", "Transfer-Encoding: chunked"]
+            let requests = [
+                ("typing", Self.head("POST", "/v1/conversations/\(conversation.id)/typing", token: token, chunked), "204"),
+                ("401", Self.head("DELETE", "/v1/conversations/\(conversation.id)/members/bob", token: "x", chunked), "401"),
+                ("GET", Self.head("GET", "/healthz", token: token, chunked), "200"),
+            ]
+            let chunk = String(repeating: "x", count: 64 * 1024)
+            let framed = String(chunk.count, radix: 16) + "\r\n" + chunk + "\r\n"
+            // Far more than the 64 KiB limit plus what the sockets' buffers hold.
+            let total = 64 * 1024 * 1024
+            for (name, request, ownAnswer) in requests {
+                let connection = try await RawConnection.open(port: port)
+                try await connection.send(request)
+                var sent = 0
+                while sent < total, (try? await connection.send(framed)) != nil { sent += chunk.count }
+                // The body never ends: a server reading it would wait for more.
+                #expect(sent < total, "\(name): all \(sent) bytes were taken")
+                #expect(await connection.closed(within: .seconds(30)), "\(name): still open after \(sent) bytes")
+                // One answer: the 413, or the route's own when it came first.
+                let answer = connection.receivedText
+                let status = answer.dropFirst("HTTP/1.1 ".count).prefix(3)
+                #expect(answer.isEmpty || [ownAnswer, "413"].contains(String(status)), "\(name): \(answer.prefix(200))")
+                if status == "413" { #expect(answer.contains(#""code":"payload_too_large""#), "\(name)") }
+                #expect(answer.components(separatedBy: "HTTP/1.1 ").count <= 2, "\(name): \(answer.prefix(400))")
+            }
+            #expect(try await server.request(.get, "/healthz").status == .ok)
+            let members = try await server.store.conversation(conversation.id, for: "alice").members
+            #expect(members == ["alice", "bob"], "the refused removal did nothing")
+        }
+    }
+
+    /// `SCROLLBACK_MAX_BODY_BYTES` moves the limit for declared and chunked
+    /// bodies alike: 20 KB, under the default limit (where this body is a
+    /// 422 for its length), is over a limit of 16 KiB.
+    @Test func theBodyLimitIsConfigurable() async throws {
+        try await TestServer.run(configure: { $0.connections.maxBodyBytes = 16 * 1024 }) { server in
+            let conversation = try await server.createConversation(as: "alice")
+            let path = "/v1/conversations/\(conversation.id)/messages"
+            // About 8 KB: under the limit.
+            #expect(try await server.send(String(repeating: "é", count: 4_000), to: conversation.id, as: "alice").status == .created)
+            let large = #"{"body": "\#(String(repeating: "x", count: 20_000))"}"#
+
+            let (other, connection) = try await Self.sendHead(
+                server, ["Content-Type: application/json", "Transfer-Encoding: chunked"])
+            let half = String(large.prefix(10_000))
+            for part in [half, String(large.dropFirst(10_000))] {
+                _ = try? await connection.send(String(part.utf8.count, radix: 16) + "\r\n" + part + "\r\n")
+            }
+            #expect(await connection.receive("\r\n\r\n", within: .seconds(10)))
+            #expect(connection.receivedText.hasPrefix("HTTP/1.1 413"), "\(connection.receivedText.prefix(200))")
+            #expect(connection.receivedText.contains("16 KiB"))
+            #expect(await connection.closed(within: .seconds(10)))
+
+            // Last on the test client's one connection, which a 413 closes.
+            let declared = try await server.request(.post, path, as: "alice", rawBody: large)
+            #expect(declared.status == .contentTooLarge, "\(declared.text)")
+            #expect(try declared.error().error.message == "The request body must be at most 16 KiB.")
+            #expect(declared.headers[.connection] == "close")
+            for id in [conversation.id, other.id] {
+                let page = try await server.store.page(of: id, for: "alice", anchor: .newest, limit: 10)
+                #expect(page.messages.map(\.body.count) == (id == conversation.id ? [4_000] : []), "only the message under the limit was stored")
+            }
+        }
+    }
+
     @Test func aClientTricklingItsHeadIsAnswered408AndCut() async throws {
         try await TestServer.run(configure: Self.quick) { server in
             let request = Self.head("GET", "/v1/conversations", token: try await server.token("alice"), [])

@@ -75,6 +75,18 @@ import Testing
         for statement in StatementName.allCases {
             #expect(readme.contains("`\(statement.rawValue)`"), "the README does not name statement \(statement.rawValue)")
         }
+        // Every `kind` the table lists for a labelled counter is a series
+        // from the start (0), not only after its first event.
+        for family in ["scrollback_live_notifications_total", "scrollback_rate_limited_total", "scrollback_refused_connections_total"] {
+            let row = try #require(readme.split(separator: "\n").first { $0.hasPrefix("| `\(family)` |") }, "\(family)")
+            let description = try #require(row.split(separator: "|").last)
+            let kinds = description.split(separator: "`").enumerated().filter { $0.offset % 2 == 1 }.map { String($0.element) }
+                .filter { !$0.hasPrefix("SCROLLBACK_") }
+            #expect(!kinds.isEmpty, "\(family)")
+            for kind in kinds {
+                #expect(exposition.value(family, ["kind": kind]) != nil, "\(family){kind=\"\(kind)\"} is not exposed")
+            }
+        }
     }
 
     /// Requests, a socket and a message through a running instance show up in

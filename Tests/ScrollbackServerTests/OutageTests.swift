@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import HummingbirdTesting
 import Logging
+import PostgresNIO
 import ScrollbackEmbeddedPostgres
 import ScrollbackModels
 import ScrollbackServer
@@ -121,6 +122,46 @@ import Testing
                     MessagePage.self, from: try await call(.get, "/v1/conversations/\(id)/messages").2)
                 #expect(page.lastSeq == 4)
             }
+        }
+    }
+
+    /// The database answers but the change feed's listening connection is
+    /// down: the instance is not ready (messages written through other
+    /// instances would not reach its sockets), and ready again once the
+    /// listener has reconnected by itself.
+    @Test func theInstanceIsNotReadyWhileItsChangeFeedListenerIsDown() async throws {
+        try await TestServer.run { server in
+            #expect(try await server.readiness() == TestServer.ready)
+            let url = try TestDatabase.url()
+            let name = server.store.listenerApplicationName
+            // The listening connection is terminated each time it is back,
+            // until the test has seen the instance not ready: it reconnects
+            // within a fraction of a second, too soon to be seen otherwise.
+            let killing = Task {
+                try await TestDatabase.admin(url) { connection in
+                    while !Task.isCancelled {
+                        _ = try await connection.query(
+                            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = \(name)",
+                            logger: connection.logger
+                        ).collect()
+                        try? await Task.sleep(for: .milliseconds(10))
+                    }
+                }
+            }
+            var reply = try await server.request(.get, "/readyz")
+            let deadline = ContinuousClock.now + .seconds(60)
+            while reply.status == .ok, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+                reply = try await server.request(.get, "/readyz")
+            }
+            killing.cancel()
+            _ = await killing.result
+            #expect(reply.status == .serviceUnavailable)
+            #expect(reply.headers[.retryAfter] == "1")
+            let report = try JSONDecoder().decode([String: String].self, from: reply.body)
+            #expect(report == ["status": "not_ready", "database": "up", "live_delivery": "reconnecting"])
+            // Ready again, the listener back by itself.
+            #expect(try await server.readiness() == TestServer.ready)
         }
     }
 

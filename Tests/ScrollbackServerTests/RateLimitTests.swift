@@ -141,6 +141,56 @@ import Testing
         }
     }
 
+    @Test func socketTypingAndInboxSubscribesAreLimitedWithRetryAfterAndTheSocketStaysOpen() async throws {
+        try await LiveCluster.run(configure: { configuration in
+            configuration.rateLimits = RateLimits()
+            configuration.rateLimits.typing = RateLimit(burst: 2, per: .seconds(30))
+            configuration.rateLimits.subscribe = RateLimit(burst: 2, per: .seconds(30))
+        }) { cluster in
+            var ids: [UUID] = []
+            for _ in 0..<3 { ids.append(try await cluster.conversation("alice", members: ["bob"])) }
+            // Bob watches the second and the third (his own subscribes fill his bucket).
+            let bob = try await cluster.connect("bob")
+            for id in ids.dropFirst() { try await cluster.subscribe(bob, to: id) }
+            let alice = try await cluster.connect("alice")
+            // Typing in three conversations: the socket's 2 s pacing is per
+            // conversation, so only the bucket (2) refuses the third.
+            for id in ids { try alice.send(.typing(conversationId: id)) }
+            let refused = try await alice.next { if case .error = $0 { true } else { false } }
+            guard case .error(let code, _, let ref, let retryAfter) = refused else { return }
+            #expect(code == .rateLimited)
+            #expect(ref == ids[2].uuidString.lowercased(), "the first error is the third typing's")
+            // Up to the 15 s one typing notice takes to refill.
+            #expect(retryAfter.map { (1...15).contains($0) } == true, "\(String(describing: retryAfter))")
+            // The second was announced, the refused third was not.
+            let announced = try await bob.next { if case .typing = $0 { true } else { false } }
+            #expect(announced == .typing(conversationId: ids[1], userId: "alice"))
+            #expect(await bob.drain(for: .milliseconds(500)).allSatisfy { if case .typing = $0 { false } else { true } })
+
+            // Inbox subscribes share the subscribe bucket.
+            for _ in 0..<2 {
+                try alice.send(.subscribeInbox(after: nil))
+                _ = try await alice.next { if case .inboxSubscribed = $0 { true } else { false } }
+            }
+            try alice.send(.subscribeInbox(after: nil))
+            let inboxRefused = try await alice.next { frame in
+                switch frame {
+                case .error, .inboxSubscribed: true
+                default: false
+                }
+            }
+            guard case .error(let inboxCode, _, _, let inboxRetryAfter) = inboxRefused else {
+                Issue.record("expected an error frame, got \(inboxRefused)")
+                return
+            }
+            #expect(inboxCode == .rateLimited)
+            #expect(inboxRetryAfter.map { (1...15).contains($0) } == true, "\(String(describing: inboxRetryAfter))")
+            // The socket stays open.
+            try alice.send(.ping)
+            #expect(try await alice.next { $0 == .pong } == .pong)
+        }
+    }
+
     @Test func aTokenBucketRefillsAtItsRateAndSaysHowLongToWait() {
         var bucket = TokenBucket(limit: RateLimit(burst: 3, per: .seconds(3)), now: .zero)
         for _ in 0..<3 { #expect(bucket.take(now: .zero) == nil) }

@@ -1,6 +1,8 @@
 import Foundation
+import Logging
 import ScrollbackModels
 import ScrollbackStore
+import ScrollbackTestSupport
 import Testing
 
 /// No response is many megabytes because the items asked for are large:
@@ -71,6 +73,41 @@ import Testing
             #expect(pages >= 2, "20 conversations of 1,000 members fit in one page of at most about 1 MiB")
             #expect(listed.count == 20)
             #expect(Set(listed) == created)
+        }
+    }
+
+    /// `SCROLLBACK_MAX_RESPONSE_BYTES` (the store's `maxResponseBytes`)
+    /// moves the cap: 20 messages of about 8 KB of JSON each, one change set
+    /// under the default cap, take several at 64 KiB, and none is lost.
+    @Test func theResponseCapIsConfigurable() async throws {
+        try await TestDatabase.withSchema { url, schema in
+            let cap = 64 * 1024
+            let store = ScrollbackStore(
+                url: url, options: StoreOptions(searchPath: schema, maxResponseBytes: cap), logger: Logger(label: "scrollback.tests"))
+            try await TestDatabase.running(store) {
+                try await store.migrate()
+                let alice = UserID(rawValue: "alice")
+                let conversation = try await store.createConversation(creator: alice, title: nil, members: [])
+                for index in 0..<20 {
+                    _ = try await store.send(
+                        to: conversation.id, from: alice, body: "\(index) " + String(repeating: "x", count: 3_990), clientID: nil)
+                }
+                var version: Int64 = 0
+                var seen: [Int64] = []
+                var sets = 0
+                while true {
+                    let set = try await store.changes(in: conversation.id, for: alice, since: version, limit: 1_000)
+                    #expect(!set.messages.isEmpty)
+                    let json = try ScrollbackJSON.encoder().encode(set)
+                    #expect(json.count <= cap, "\(json.count) bytes")
+                    seen += set.messages.map(\.seq)
+                    version = set.version
+                    sets += 1
+                    if !set.hasMore { break }
+                }
+                #expect(sets >= 3, "20 messages of 8 KB in \(sets) sets of at most 64 KiB")
+                #expect(seen == Array(1...20))
+            }
         }
     }
 }

@@ -1,0 +1,281 @@
+import Foundation
+import Logging
+import PostgresNIO
+import ScrollbackModels
+
+/// Where a pass over search results stands: the last hit returned. The
+/// next page continues below it in the order of the results.
+public struct SearchPosition: Sendable, Hashable {
+    public var conversationID: UUID
+    public var seq: Int64
+
+    public init(conversationID: UUID, seq: Int64) {
+        self.conversationID = conversationID
+        self.seq = seq
+    }
+}
+
+/// One page of search hits, newest first, and where the next one starts
+/// (nil when there are no more).
+public struct SearchPage: Sendable, Equatable {
+    public var hits: [SearchHit]
+    public var next: SearchPosition?
+}
+
+/// What a search found; a query without a word that can be searched for
+/// (only stop words of the configuration, only punctuation, only negated
+/// words) is a normal answer, not an error.
+public enum SearchOutcome: Sendable, Equatable {
+    case found(SearchPage)
+    case noSearchableWords
+}
+
+extension ScrollbackStore {
+    /// The messages of the caller's current conversations (or of
+    /// `conversation` only) that match `query` (web search syntax:
+    /// `"a phrase"`, `or`, `-word`), newest first: by `created_at`, then
+    /// conversation id, then seq, all descending, continuing below `after`.
+    /// Deleted messages are never found: they have no search vector.
+    public func search(
+        _ query: String, for user: UserID, in conversation: UUID?, after: SearchPosition?, limit: Int
+    ) async throws -> SearchOutcome {
+        let configuration = try await searchConfiguration()
+        var bindings = PostgresBindings(capacity: 7)
+        bindings.append(query)
+        bindings.append(user.rawValue)
+        bindings.append(conversation)
+        bindings.append(after?.conversationID)
+        bindings.append(after?.seq)
+        bindings.append(Int64(limit + 1))
+        bindings.append(configuration)
+        let rows = try await rows(PostgresQuery(unsafeSQL: SearchStatement.sql, binds: bindings), writes: false, as: .search)
+        guard let head = rows.first else { throw MalformedRow() }
+        let first = head.makeRandomAccess()
+        let searchable = try first["searchable"].decode(Bool.self)
+        let visible = try first["visible"].decode(Bool.self)
+        guard searchable else { return .noSearchableWords }
+        guard visible else { throw StoreError.conversationNotFound }
+        var hits: [SearchHit] = []
+        for row in rows {
+            let columns = row.makeRandomAccess()
+            guard let id = try columns["h_conversation_id"].decode(UUID?.self) else { continue }
+            guard let message = try MessageRow.decode(columns, alias: "h", conversation: id) else { throw MalformedRow() }
+            let snippet = SnippetMarkup.snippet(try columns["snippet"].decode(String.self))
+            hits.append(SearchHit(conversationId: id, seq: message.seq, message: message, snippet: snippet))
+        }
+        guard hits.count > limit else { return .found(SearchPage(hits: hits, next: nil)) }
+        hits.removeLast(hits.count - limit)
+        let last = hits[hits.count - 1]
+        return .found(SearchPage(hits: hits, next: SearchPosition(conversationID: last.conversationId, seq: last.seq)))
+    }
+}
+
+/// The search, one statement: the query parsed under the configured text
+/// search configuration, whether it has a word to search for, whether the
+/// conversation asked for is visible, and up to `limit` hits (the page size
+/// plus one, to tell whether there is more) with their snippets, which are
+/// made for those rows only. Not prepared: it is planned for its values each
+/// time (one conversation or all, a cursor or none, a common word or a rare
+/// one), and parsing it is small beside the search. The configuration is a
+/// parameter, not read from `search_settings` in the statement, so that the
+/// query is a constant when it is planned: the planner then estimates from
+/// the column's statistics how many messages have the words, and walks the
+/// caller's conversations for a common word instead of the whole index.
+enum SearchStatement {
+    static let sql = """
+        WITH q AS (
+            SELECT websearch_to_tsquery($7::regconfig, $1) AS query
+        )
+        SELECT numnode(q.query) > 0 AND querytree(q.query) <> 'T' AS searchable,
+               ($3::uuid IS NULL
+                OR EXISTS (SELECT 1 FROM members WHERE conversation_id = $3::uuid AND user_id = $2)) AS visible,
+               h.conversation_id AS h_conversation_id, \(MessageRow.columns("h")),
+               ts_headline($7::regconfig, translate(h.body, '\(SnippetMarkup.delimiters)', ''), q.query,
+                           '\(SnippetMarkup.headlineOptions)') AS snippet
+        FROM q
+        LEFT JOIN LATERAL (
+            SELECT m.* FROM members mb
+            JOIN messages m ON m.conversation_id = mb.conversation_id
+            WHERE mb.user_id = $2
+              AND ($3::uuid IS NULL OR mb.conversation_id = $3::uuid)
+              AND m.search_vector @@ q.query
+              AND ($4::uuid IS NULL
+                   OR (m.created_at, m.conversation_id, m.seq) < (
+                       SELECT created_at, conversation_id, seq FROM messages
+                       WHERE conversation_id = $4::uuid AND seq = $5::int8))
+            ORDER BY m.created_at DESC, m.conversation_id DESC, m.seq DESC
+            LIMIT $6
+        ) h ON numnode(q.query) > 0 AND querytree(q.query) <> 'T'
+        ORDER BY h.created_at DESC, h.conversation_id DESC, h.seq DESC
+        """
+    static let parameters = ["query", "user_id", "in_conversation", "after_conversation", "after_seq", "limit", "config"]
+}
+
+/// How `ts_headline` marks the matched words: with two private-use
+/// characters, removed from the body before it is marked, so a body cannot
+/// fake a highlight; the marks become ranges of the plain text.
+enum SnippetMarkup {
+    static let start: Unicode.Scalar = "\u{E000}"
+    static let stop: Unicode.Scalar = "\u{E001}"
+    static let delimiters = "\u{E000}\u{E001}"
+    /// The default excerpt (about 15 to 35 words around the best match; the
+    /// whole body when it is shorter), marked with our delimiters.
+    static let headlineOptions = "StartSel=\u{E000}, StopSel=\u{E001}"
+
+    /// The text without the marks, and each marked range in UTF-16 code
+    /// units of that text (the unit of JavaScript strings, NSString and
+    /// NSRange).
+    static func snippet(_ marked: String) -> SearchSnippet {
+        var text = String.UnicodeScalarView()
+        var highlights: [SearchHighlight] = []
+        var offset = 0
+        var opened: Int?
+        for scalar in marked.unicodeScalars {
+            switch scalar {
+            case start:
+                opened = offset
+            case stop:
+                if let begin = opened, offset > begin { highlights.append(SearchHighlight(start: begin, length: offset - begin)) }
+                opened = nil
+            default:
+                text.append(scalar)
+                offset += UTF16.width(scalar)
+            }
+        }
+        return SearchSnippet(text: String(text), highlights: highlights)
+    }
+}
+
+// MARK: - The text search configuration and the backfill
+
+/// What setting the text search configuration found.
+public enum SearchConfigurationChange: Sendable, Equatable {
+    /// Already in use: vectors are made with it (or being made by the backfill).
+    case unchanged
+    /// Changed from the one named: every vector is made again by the backfill.
+    case changed(from: String)
+    /// The database has no configuration of that name; these are the ones it has.
+    case unknown(available: [String])
+}
+
+/// One step of the backfill of search vectors.
+public enum SearchBackfillStep: Sendable, Equatable {
+    /// A batch of `count` messages got their vectors, up to `through`.
+    case filled(count: Int, through: SearchPosition)
+    /// Every message has its vector under the current configuration.
+    case done
+}
+
+extension ScrollbackStore {
+    /// Sets the text search configuration that vectors are made with (the
+    /// name of a row of `pg_ts_config`, such as `simple` or `english`,
+    /// optionally schema-qualified). A change makes the backfill start again
+    /// from the first message; until it is through, older messages are
+    /// found by their words under the previous configuration.
+    public func setSearchConfiguration(_ name: String) async throws -> SearchConfigurationChange {
+        try await withTransaction(as: .searchBackfill) { [logger] connection in
+            let known = try await connection.query(
+                """
+                SELECT EXISTS (
+                    SELECT 1 FROM pg_ts_config c JOIN pg_namespace n ON n.oid = c.cfgnamespace
+                    WHERE n.nspname || '.' || c.cfgname = \(name)
+                       OR (c.cfgname = \(name) AND pg_ts_config_is_visible(c.oid)))
+                """,
+                logger: logger
+            ).collect().first?.decode(Bool.self) ?? false
+            guard known else {
+                let available = try await connection.query(
+                    "SELECT c.oid::regconfig::text FROM pg_ts_config c ORDER BY 1", logger: logger
+                ).collect().map { try $0.decode(String.self) }
+                return .unknown(available: available)
+            }
+            let current = try await connection.query(
+                "SELECT config::text, config = \(name)::regconfig FROM search_settings FOR UPDATE", logger: logger
+            ).collect()
+            guard let (previous, same) = try current.first?.decode((String, Bool).self) else { throw MalformedRow() }
+            if same {
+                searchConfigurationCache.withLockedValue { $0 = name }
+                return .unchanged
+            }
+            try await connection.query(
+                """
+                UPDATE search_settings
+                SET config = \(name)::regconfig, backfill_conversation = '00000000-0000-0000-0000-000000000000',
+                    backfill_seq = 0, backfill_done = false, backfill_done_at = NULL
+                """,
+                logger: logger)
+            searchConfigurationCache.withLockedValue { $0 = name }
+            return .changed(from: previous)
+        }
+    }
+
+    /// Whether every message has its search vector (the backfill has nothing to do).
+    public func isSearchBackfillDone() async throws -> Bool {
+        let rows = try await rows("SELECT backfill_done FROM search_settings", writes: false, as: .searchBackfill)
+        guard let done = try rows.first?.decode(Bool.self) else { throw MalformedRow() }
+        return done
+    }
+
+    /// The configuration this process searches with: the one it set, or the
+    /// one the database has (read once). Every instance is to be started with
+    /// the same one; an instance that runs while another changes it searches
+    /// with the old one until it restarts.
+    func searchConfiguration() async throws -> String {
+        if let name = searchConfigurationCache.withLockedValue({ $0 }) { return name }
+        let rows = try await rows("SELECT config::text FROM search_settings", writes: false, as: .search)
+        guard let name = try rows.first?.decode(String.self) else { throw MalformedRow() }
+        searchConfigurationCache.withLockedValue { $0 = name }
+        return name
+    }
+
+    /// Makes the search vectors of the next `size` messages in primary-key
+    /// order after where the backfill stands, in one short transaction, and
+    /// records the new position in it. Only `search_vector` is written: the
+    /// messages' versions, bodies and edit times stay as they are, and no
+    /// change is announced. A message edited or deleted meanwhile is updated
+    /// in its latest state (the trigger has made its vector anyway).
+    public func backfillSearchVectors(batchSize size: Int = 2_000) async throws -> SearchBackfillStep {
+        try await withTransaction(as: .searchBackfill) { [logger] connection in
+            let settings = try await connection.query(
+                "SELECT backfill_conversation, backfill_seq, backfill_done FROM search_settings FOR UPDATE",
+                logger: logger
+            ).collect()
+            guard let (conversation, seq, done) = try settings.first?.decode((UUID, Int64, Bool).self) else {
+                throw MalformedRow()
+            }
+            if done { return .done }
+            let filled = try await connection.query(
+                """
+                WITH batch AS (
+                    SELECT conversation_id, seq FROM messages
+                    WHERE (conversation_id, seq) > (\(conversation), \(seq))
+                    ORDER BY conversation_id, seq
+                    LIMIT \(size)
+                ), updated AS (
+                    UPDATE messages m
+                    SET search_vector = CASE WHEN m.deleted THEN NULL ELSE to_tsvector(s.config, m.body) END
+                    FROM batch b, search_settings s
+                    WHERE m.conversation_id = b.conversation_id AND m.seq = b.seq
+                    RETURNING 1
+                ), last AS (
+                    SELECT conversation_id, seq FROM batch ORDER BY conversation_id DESC, seq DESC LIMIT 1
+                )
+                SELECT (SELECT count(*) FROM updated), last.conversation_id, last.seq
+                FROM (SELECT 1) one LEFT JOIN last ON true
+                """,
+                logger: logger
+            ).collect()
+            guard let (count, lastConversation, lastSeq) = try filled.first?.decode((Int64, UUID?, Int64?).self)
+            else { throw MalformedRow() }
+            guard let lastConversation, let lastSeq else {
+                try await connection.query(
+                    "UPDATE search_settings SET backfill_done = true, backfill_done_at = now()", logger: logger)
+                return .done
+            }
+            try await connection.query(
+                "UPDATE search_settings SET backfill_conversation = \(lastConversation), backfill_seq = \(lastSeq)",
+                logger: logger)
+            return .filled(count: Int(count), through: SearchPosition(conversationID: lastConversation, seq: lastSeq))
+        }
+    }
+}

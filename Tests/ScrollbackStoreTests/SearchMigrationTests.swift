@@ -1,0 +1,41 @@
+import Foundation
+import ScrollbackModels
+import ScrollbackStore
+import ScrollbackTestSupport
+import Testing
+
+@Suite struct SearchMigrationTests {
+    @Test func theSearchMigrationAppliesToADatabaseWithMessagesAndTheBackfillIndexesThem() async throws {
+        try await TestDatabase.withStore(migrated: false) { store in
+            try await store.migrate(Migration.embedded.filter { $0.version < 6 })
+            let id = try await store.createConversation(creator: "alice", title: nil, members: ["bob"]).id
+            for n in 1...30 { _ = try await store.send(to: id, from: n % 2 == 0 ? "alice" : "bob", body: "olive \(n)", clientID: nil) }
+            _ = try await store.edit(4, in: id, by: "alice", body: "olive edited")
+            _ = try await store.delete(5, in: id, by: "bob")
+            let versions = try await store.values(Int64.self, "SELECT version FROM messages ORDER BY seq")
+
+            #expect(try await store.migrate().contains("006_search"))
+            // Added without a value: nothing was rewritten.
+            #expect(try await store.values(Int.self, "SELECT count(*)::int FROM messages WHERE search_vector IS NOT NULL") == [0])
+            guard case .found(let before) = try await store.search("olive", for: "alice", in: nil, after: nil, limit: 50) else {
+                Issue.record("olive is a searchable word")
+                return
+            }
+            #expect(before.hits.isEmpty)
+
+            var steps = 0
+            while try await store.backfillSearchVectors(batchSize: 7) != .done, steps < 20 { steps += 1 }
+            #expect(steps == 5)
+            guard case .found(let after) = try await store.search("olive", for: "alice", in: nil, after: nil, limit: 50) else {
+                Issue.record("olive is a searchable word")
+                return
+            }
+            #expect(after.hits.count == 29)
+            #expect(after.hits.first?.seq == 30 && !after.hits.contains { $0.seq == 5 })
+            #expect(try await store.values(Int64.self, "SELECT version FROM messages ORDER BY seq") == versions)
+            // Messages sent after the migration are indexed as they are stored.
+            _ = try await store.send(to: id, from: "bob", body: "olive oil", clientID: nil)
+            #expect(try await store.values(Int.self, "SELECT count(*)::int FROM messages WHERE seq = 31 AND search_vector IS NOT NULL") == [1])
+        }
+    }
+}
