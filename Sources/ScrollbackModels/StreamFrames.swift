@@ -18,7 +18,7 @@ public enum ClientFrame: Codable, Sendable, Equatable {
     /// A send with the validation, limits and idempotency of
     /// `POST /v1/conversations/{id}/messages`; `clientId` is required here
     /// because the `ack` is matched by it.
-    case send(conversationId: UUID, body: String, clientId: String)
+    case send(conversationId: UUID, body: String, clientId: String, replyTo: Int64? = nil)
     /// Moves the sender's read marker (`PUT .../read`).
     case read(conversationId: UUID, seq: Int64)
     /// The sender is typing; never stored.
@@ -37,6 +37,7 @@ public enum ClientFrame: Codable, Sendable, Equatable {
         case afterSeq = "after_seq"
         case body
         case clientId = "client_id"
+        case replyTo = "reply_to"
         case seq
         case after
     }
@@ -62,7 +63,8 @@ public enum ClientFrame: Codable, Sendable, Equatable {
             self = .send(
                 conversationId: try container.decode(UUID.self, forKey: .conversationId),
                 body: try container.decode(String.self, forKey: .body),
-                clientId: try container.decode(String.self, forKey: .clientId))
+                clientId: try container.decode(String.self, forKey: .clientId),
+                replyTo: try container.decodeIfPresent(Int64.self, forKey: .replyTo))
         case "read":
             self = .read(
                 conversationId: try container.decode(UUID.self, forKey: .conversationId),
@@ -93,11 +95,12 @@ public enum ClientFrame: Codable, Sendable, Equatable {
         case .unsubscribe(let id):
             try container.encode("unsubscribe", forKey: .type)
             try container.encode(id.lowercased, forKey: .conversationId)
-        case .send(let id, let body, let clientId):
+        case .send(let id, let body, let clientId, let replyTo):
             try container.encode("send", forKey: .type)
             try container.encode(id.lowercased, forKey: .conversationId)
             try container.encode(body, forKey: .body)
             try container.encode(clientId, forKey: .clientId)
+            try container.encodeIfPresent(replyTo, forKey: .replyTo)
         case .read(let id, let seq):
             try container.encode("read", forKey: .type)
             try container.encode(id.lowercased, forKey: .conversationId)

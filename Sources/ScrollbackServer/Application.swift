@@ -22,6 +22,7 @@ public func buildRouter(
     ConversationController(store: store, limiter: limiter).addRoutes(to: v1)
     MessageController(store: store, limiter: limiter).addRoutes(to: v1)
     MessageChangeController(store: store).addRoutes(to: v1)
+    ThreadController(store: store, limiter: limiter).addRoutes(to: v1)
     SearchController(store: store).addRoutes(to: v1)
     MentionController(store: store).addRoutes(to: v1)
     StreamController.addPlainRoute(to: router)

@@ -21,8 +21,9 @@ struct MessageController {
         let input = try await RequestBody.decode(SendMessageRequest.self, from: request, context: context)
         let body = try Validation.messageBody(input.body)
         let clientID = try Validation.clientID(input.clientId)
+        let replyTo = try Validation.replyTo(input.replyTo)
         try limiter.check(.send, for: user)
-        switch try await store.send(to: id, from: user, body: body, clientID: clientID) {
+        switch try await store.send(to: id, from: user, body: body, clientID: clientID, replyTo: replyTo) {
         case .created(let message):
             return try JSONResponse.make(MessageEnvelope(message: message), status: .created)
         case .replayed(let message):

@@ -147,12 +147,14 @@ struct StreamSession {
                 try await subscribeInbox(socket, user: user, after: after)
             case .unsubscribeInbox:
                 await live.hub.unsubscribeInbox(socket)
-            case .send(let id, let body, let clientID):
+            case .send(let id, let body, let clientID, let replyTo):
                 do {
                     let body = try Validation.messageBody(body)
                     _ = try Validation.clientID(clientID)
+                    let replyTo = try Validation.replyTo(replyTo)
                     try limiter.check(.send, for: user)
-                    let outcome = try await store.send(to: id, from: user, body: body, clientID: clientID)
+                    let outcome = try await store.send(
+                        to: id, from: user, body: body, clientID: clientID, replyTo: replyTo)
                     let replayed = if case .replayed = outcome { true } else { false }
                     socket.send(.ack(clientId: clientID, message: outcome.message, replayed: replayed))
                 } catch {
@@ -234,7 +236,7 @@ extension ClientFrame {
     /// The conversation a frame is about, as an error frame's `ref`.
     var conversationRef: String? {
         switch self {
-        case .subscribe(let id, _), .unsubscribe(let id), .send(let id, _, _), .read(let id, _), .typing(let id):
+        case .subscribe(let id, _), .unsubscribe(let id), .send(let id, _, _, _), .read(let id, _), .typing(let id):
             id.uuidString.lowercased()
         case .auth, .ping, .subscribeInbox, .unsubscribeInbox:
             nil

@@ -21,7 +21,7 @@ extension ScrollbackStore {
         let rows = try await rows(
             """
             SELECT mn.position, mn.conversation_id, mn.seq <= me.read_seq AS read,
-                   \(unescaped: MessageRow.columns("m"))
+                   \(unescaped: MessageRow.columns("m", conversation: "m.conversation_id", readers: "ARRAY[me.user_id]"))
             FROM mentions mn
             JOIN members me ON me.conversation_id = mn.conversation_id AND me.user_id = mn.user_id
             JOIN messages m ON m.conversation_id = mn.conversation_id AND m.seq = mn.seq

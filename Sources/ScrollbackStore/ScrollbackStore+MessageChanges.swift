@@ -79,12 +79,18 @@ extension ScrollbackStore {
                 UPDATE conversations SET version = version + 1, changed_xid = pg_current_xact_id()
                 WHERE id = \(id) AND EXISTS (SELECT 1 FROM target)
                 RETURNING version, \(unescaped: FeedEvent.notify("u", "id::text", "\(seq)", "version::text"))
+            ), unreact AS (
+                -- A tombstone keeps no reactions.
+                DELETE FROM reactions
+                WHERE conversation_id = \(id) AND seq = \(seq) AND \(deleting) AND EXISTS (SELECT 1 FROM c)
             )
             UPDATE messages m
             SET version = c.version,
                 body = \(body),
                 deleted = \(deleting),
                 sent_body_hash = CASE WHEN \(deleting) THEN NULL ELSE m.sent_body_hash END,
+                reaction_emojis = CASE WHEN \(deleting) THEN NULL ELSE m.reaction_emojis END,
+                reaction_counts = CASE WHEN \(deleting) THEN NULL ELSE m.reaction_counts END,
                 edited_at = CASE WHEN \(deleting) THEN m.edited_at ELSE clock_timestamp() END
             FROM c
             WHERE m.conversation_id = \(id) AND m.seq = \(seq)

@@ -89,7 +89,7 @@ enum SearchStatement {
         SELECT numnode(q.query) > 0 AND querytree(q.query) <> 'T' AS searchable,
                ($3::uuid IS NULL
                 OR EXISTS (SELECT 1 FROM members WHERE conversation_id = $3::uuid AND user_id = $2)) AS visible,
-               h.conversation_id AS h_conversation_id, \(MessageRow.columns("h")),
+               h.conversation_id AS h_conversation_id, \(MessageRow.columns("h", conversation: "h.conversation_id", readers: "ARRAY[$2]")),
                ts_headline($7::regconfig, translate(h.body, '\(SnippetMarkup.delimiters)', ''), q.query,
                            '\(SnippetMarkup.headlineOptions)') AS snippet
         FROM q

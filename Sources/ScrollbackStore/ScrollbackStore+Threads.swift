@@ -2,6 +2,13 @@ import Foundation
 import PostgresNIO
 import ScrollbackModels
 
+/// A reaction set or removed: the message as it is now, and whether this
+/// call changed it (false for one the user had already, or did not have).
+public struct ReactionOutcome: Sendable, Equatable {
+    public var message: Message
+    public var changed: Bool
+}
+
 extension ScrollbackStore {
     /// Adds (`adding`) or removes `user`'s `emoji` reaction to message `seq`.
     /// Idempotent: adding a reaction the user has, or removing one they do not
@@ -11,7 +18,7 @@ extension ScrollbackStore {
     /// order (the conversation, the member, the message).
     public func react(
         _ emoji: String, to seq: Int64, in id: UUID, by user: UserID, adding: Bool
-    ) async throws -> Message {
+    ) async throws -> ReactionOutcome {
         let limit = APILimits.maxReactionKinds
         // The emoji is bound once, in `params`, and read from there.
         let e = "(SELECT emoji FROM params)"
@@ -109,7 +116,7 @@ extension ScrollbackStore {
         if let index = message.reactions.firstIndex(where: { $0.emoji == emoji }) {
             message.reactions[index].me = adding
         }
-        return message
+        return ReactionOutcome(message: message, changed: changed)
     }
 
     /// A page of the replies in the thread that message `root` started,

@@ -19,42 +19,72 @@ import Testing
         case send(from: UserID)
         case edit(seq: Int64, by: UserID)
         case delete(seq: Int64, by: UserID)
+        case reply(to: Int64, from: UserID)
+        case react(seq: Int64, emoji: String, by: UserID, adding: Bool)
     }
+
+    static let emojis = ["👍", "❤️", "😂", "🎉"]
 
     static func operations(count: Int, knownSeqs: Int64, using rng: inout SeededGenerator) -> [Operation] {
         var seqs = knownSeqs
         return (0..<count).map { _ in
             let user = users.randomElement(using: &rng)!
-            switch Int.random(in: 0..<10, using: &rng) {
+            let seq = Int64.random(in: 1...max(seqs, 1), using: &rng)
+            switch Int.random(in: 0..<14, using: &rng) {
             case 0..<4:
                 seqs += 1
                 return .send(from: user)
-            case 4..<7:
-                return .edit(seq: Int64.random(in: 1...max(seqs, 1), using: &rng), by: user)
+            case 4..<6:
+                seqs += 1
+                return .reply(to: seq, from: user)
+            case 6..<8:
+                return .edit(seq: seq, by: user)
+            case 8..<10:
+                return .delete(seq: seq, by: user)
             default:
-                return .delete(seq: Int64.random(in: 1...max(seqs, 1), using: &rng), by: user)
+                return .react(
+                    seq: seq, emoji: emojis.randomElement(using: &rng)!, by: user, adding: Bool.random(using: &rng))
             }
         }
     }
 
     /// Runs an operation; refusals (not the sender, already deleted, ...) are
-    /// normal outcomes here. Returns whether it changed something.
-    static func run(_ operation: Operation, in id: UUID, store: ScrollbackStore, tag: Int) async throws -> Bool {
+    /// normal outcomes here. Returns how many versions it took: a reply
+    /// takes two (the reply, then its thread's root), a refusal none.
+    static func run(_ operation: Operation, in id: UUID, store: ScrollbackStore, tag: Int) async throws -> Int {
         do {
             switch operation {
             case .send(let user):
                 _ = try await store.send(to: id, from: user, body: "sent \(tag) by \(user)", clientID: nil)
+            case .reply(let seq, let user):
+                // A reply to a message that does not exist yet is refused; to an
+                // existing one it joins (or starts) the thread.
+                _ = try await store.send(
+                    to: id, from: user, body: "reply \(tag) by \(user)", clientID: nil, replyTo: seq)
+                return 2
             case .edit(let seq, let user):
                 _ = try await store.edit(seq, in: id, by: user, body: "edit \(tag) by \(user)")
             case .delete(let seq, let user):
-                if case .alreadyDeleted = try await store.delete(seq, in: id, by: user) { return false }
+                if case .alreadyDeleted = try await store.delete(seq, in: id, by: user) { return 0 }
+            case .react(let seq, let emoji, let user, let adding):
+                return try await store.react(emoji, to: seq, in: id, by: user, adding: adding).changed ? 1 : 0
             }
-            return true
+            return 1
         } catch let error as StoreError {
             switch error {
-            case .forbidden, .messageDeleted, .messageNotFound: return false
+            case .forbidden, .messageDeleted, .messageNotFound, .replyTargetMissing, .replyTargetDeleted: return 0
             default: throw error
             }
+        }
+    }
+
+    /// What a client does with a change it applies: the message replaces the
+    /// one it holds, and the replies it holds to that message show it anew
+    /// (a preview is the parent as it is now).
+    static func apply(_ message: Message, to window: inout [Message], range: ClosedRange<Int64>) {
+        if range.contains(message.seq) { window[Int(range.upperBound - message.seq)] = message }
+        for index in window.indices where window[index].replyTo?.seq == message.seq {
+            window[index].replyTo = ReplyPreview(of: message)
         }
     }
 
@@ -101,10 +131,8 @@ import Testing
                         let mine = Array(operations[slice..<min(slice + 10, operations.count)])
                         group.addTask {
                             var count = 0
-                            for (index, operation) in mine.enumerated() where try await Self.run(
-                                operation, in: id, store: store, tag: lane * 100 + index)
-                            {
-                                count += 1
+                            for (index, operation) in mine.enumerated() {
+                                count += try await Self.run(operation, in: id, store: store, tag: lane * 100 + index)
                             }
                             return count
                         }
@@ -112,9 +140,8 @@ import Testing
                     return try await group.reduce(0, +)
                 }
             } else {
-                for (index, operation) in operations.enumerated()
-                where try await Self.run(operation, in: id, store: store, tag: index) {
-                    changed += 1
+                for (index, operation) in operations.enumerated() {
+                    changed += try await Self.run(operation, in: id, store: store, tag: index)
                 }
             }
 
@@ -124,9 +151,7 @@ import Testing
             while more {
                 let changes = try await store.changes(
                     in: id, for: "bob", since: since, limit: Int.random(in: 1...25, using: &rng))
-                for message in changes.messages where range.contains(message.seq) {
-                    window[Int(range.upperBound - message.seq)] = message
-                }
+                for message in changes.messages { Self.apply(message, to: &window, range: range) }
                 #expect(changes.version >= since)
                 since = changes.version
                 more = changes.hasMore
