@@ -7,7 +7,7 @@ for the user (FUZZ_API_CURSOR), so the rest of the case is what gets tested;
 the mentions list's `before` likewise (FUZZ_API_MENTIONS_CURSOR). A cursor
 outside the shape (a negative case) is left as it is.
 
-A page of history takes its query as one form-exploded object (`page` in
+A page of history (and of a thread) takes its query as one form-exploded object (`page` in
 openapi.yaml). A negative case that turns one of its values into an object or
 an array sends other parameters instead (`spacing[x]=1`, which the server
 rightly ignores, as any unknown parameter), and one that turns the whole
@@ -44,7 +44,9 @@ def filter_case(context, case):
         return False
     if case.operation.label == "DELETE /v1/conversations/{id}/members/{user_id}":
         return (case.path_parameters or {}).get("user_id") != USER
-    if case.operation.label == "GET /v1/conversations/{id}/messages":
+    if case.operation.label in (
+        "GET /v1/conversations/{id}/messages", "GET /v1/conversations/{id}/messages/{seq}/thread"
+    ):
         return "page" not in query and not any(key.split("[", 1)[0] in PAGE_QUERY for key in query if "[" in key)
     return True
 

@@ -42,9 +42,34 @@ extension ScrollbackClient {
 
     @discardableResult
     public func send(
-        _ body: String, to id: UUID, clientId: String? = nil, completion: @escaping Completion<SendResult>
+        _ body: String, to id: UUID, clientId: String? = nil, replyTo: Int64? = nil,
+        completion: @escaping Completion<SendResult>
     ) -> Task<Void, Never> {
-        complete(completion) { () async throws(ScrollbackError) in try await send(body, to: id, clientId: clientId) }
+        complete(completion) { () async throws(ScrollbackError) in
+            try await send(body, to: id, clientId: clientId, replyTo: replyTo)
+        }
+    }
+
+    @discardableResult
+    public func thread(
+        of root: Int64, in id: UUID, _ anchor: PageAnchor = .newest, limit: Int? = nil,
+        completion: @escaping Completion<ThreadPage>
+    ) -> Task<Void, Never> {
+        complete(completion) { () async throws(ScrollbackError) in try await thread(of: root, in: id, anchor, limit: limit) }
+    }
+
+    @discardableResult
+    public func react(_ emoji: String, to seq: Int64, in id: UUID, completion: @escaping Completion<Message>)
+        -> Task<Void, Never>
+    {
+        complete(completion) { () async throws(ScrollbackError) in try await react(emoji, to: seq, in: id) }
+    }
+
+    @discardableResult
+    public func unreact(_ emoji: String, from seq: Int64, in id: UUID, completion: @escaping Completion<Message>)
+        -> Task<Void, Never>
+    {
+        complete(completion) { () async throws(ScrollbackError) in try await unreact(emoji, from: seq, in: id) }
     }
 
     @discardableResult

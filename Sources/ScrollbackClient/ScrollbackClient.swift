@@ -99,9 +99,11 @@ public struct ScrollbackClient: Sendable {
 
     /// Sends a message that cannot be stored twice, retried with the same
     /// `clientId` while the answer is missing or says "later".
-    public func send(_ body: String, to id: UUID, clientId: String? = nil) async throws(ScrollbackError) -> SendResult
+    public func send(_ body: String, to id: UUID, clientId: String? = nil, replyTo: Int64? = nil)
+        async throws(ScrollbackError) -> SendResult
     {
-        let request = SendMessageRequest(body: body, clientId: clientId ?? UUID().uuidString.lowercased())
+        let request = SendMessageRequest(
+            body: body, clientId: clientId ?? UUID().uuidString.lowercased(), replyTo: replyTo)
         let reply = try await retrying { () async throws(ScrollbackError) in
             try await self.exchange(.POST, "/v1/conversations/\(id.wire)/messages", body: request)
         }
@@ -116,21 +118,55 @@ public struct ScrollbackClient: Sendable {
         case after(Int64)
         case around(Int64)
         case aroundTime(Date)
+
+        func query(limit: Int?) -> [(String, String?)] {
+            var query: [(String, String?)] = [("limit", limit.map(String.init))]
+            switch self {
+            case .newest: break
+            case .before(let seq): query.append(("before", String(seq)))
+            case .after(let seq): query.append(("after", String(seq)))
+            case .around(let seq): query.append(("around", String(seq)))
+            case .aroundTime(let date): query.append(("around_time", ScrollbackJSON.formatTimestamp(date)))
+            }
+            return query
+        }
     }
 
     /// A page of history, newest first.
     public func page(of id: UUID, _ anchor: PageAnchor = .newest, limit: Int? = nil) async throws(ScrollbackError)
         -> MessagePage
     {
-        var query: [(String, String?)] = [("limit", limit.map(String.init))]
-        switch anchor {
-        case .newest: break
-        case .before(let seq): query.append(("before", String(seq)))
-        case .after(let seq): query.append(("after", String(seq)))
-        case .around(let seq): query.append(("around", String(seq)))
-        case .aroundTime(let date): query.append(("around_time", ScrollbackJSON.formatTimestamp(date)))
-        }
-        return try await call(.GET, "/v1/conversations/\(id.wire)/messages", query: query)
+        try await call(.GET, "/v1/conversations/\(id.wire)/messages", query: anchor.query(limit: limit))
+    }
+
+    /// A page of the replies in the thread message `root` started, newest
+    /// first, with the thread's first message as it is now. The anchors are
+    /// history's (`aroundTime` is for history only: the server refuses it).
+    public func thread(of root: Int64, in id: UUID, _ anchor: PageAnchor = .newest, limit: Int? = nil)
+        async throws(ScrollbackError) -> ThreadPage
+    {
+        try await call(.GET, "/v1/conversations/\(id.wire)/messages/\(root)/thread", query: anchor.query(limit: limit))
+    }
+
+    /// Adds the caller's `emoji` reaction to message `seq`; adding one the
+    /// caller has already changes nothing. The message comes back with its
+    /// reactions (`me` about the caller).
+    public func react(_ emoji: String, to seq: Int64, in id: UUID) async throws(ScrollbackError) -> Message {
+        let envelope: MessageEnvelope = try await call(.PUT, Self.reactionPath(emoji, seq, id))
+        return envelope.message
+    }
+
+    /// Removes the caller's `emoji` reaction from message `seq`, if any.
+    public func unreact(_ emoji: String, from seq: Int64, in id: UUID) async throws(ScrollbackError) -> Message {
+        let envelope: MessageEnvelope = try await call(.DELETE, Self.reactionPath(emoji, seq, id))
+        return envelope.message
+    }
+
+    static func reactionPath(_ emoji: String, _ seq: Int64, _ id: UUID) -> String {
+        // The emoji travels as percent-encoded UTF-8: every byte but unreserved ASCII.
+        let unreserved = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~")
+        let encoded = emoji.addingPercentEncoding(withAllowedCharacters: unreserved) ?? emoji
+        return "/v1/conversations/\(id.wire)/messages/\(seq)/reactions/\(encoded)"
     }
 
     public func edit(_ seq: Int64, in id: UUID, body: String) async throws(ScrollbackError) -> Message {

@@ -37,13 +37,15 @@ extension ScrollbackClient {
             deferred { () async throws(ScrollbackError) in try await client.removeMember(user, from: id) }
         }
 
-        public func send(_ body: String, to id: UUID, clientId: String? = nil)
+        public func send(_ body: String, to id: UUID, clientId: String? = nil, replyTo: Int64? = nil)
             -> AnyPublisher<ScrollbackClient.SendResult, ScrollbackError>
         {
             // One client_id for every subscription: a re-subscription after a
             // failure is a retry of the same message, never a second one.
             let clientId = clientId ?? UUID().uuidString.lowercased()
-            return deferred { () async throws(ScrollbackError) in try await client.send(body, to: id, clientId: clientId) }
+            return deferred { () async throws(ScrollbackError) in
+                try await client.send(body, to: id, clientId: clientId, replyTo: replyTo)
+            }
         }
 
         public func page(of id: UUID, _ anchor: ScrollbackClient.PageAnchor = .newest, limit: Int? = nil)
@@ -58,6 +60,20 @@ extension ScrollbackClient {
 
         public func delete(_ seq: Int64, in id: UUID) -> AnyPublisher<Message, ScrollbackError> {
             deferred { () async throws(ScrollbackError) in try await client.delete(seq, in: id) }
+        }
+
+        public func thread(
+            of root: Int64, in id: UUID, _ anchor: ScrollbackClient.PageAnchor = .newest, limit: Int? = nil
+        ) -> AnyPublisher<ThreadPage, ScrollbackError> {
+            deferred { () async throws(ScrollbackError) in try await client.thread(of: root, in: id, anchor, limit: limit) }
+        }
+
+        public func react(_ emoji: String, to seq: Int64, in id: UUID) -> AnyPublisher<Message, ScrollbackError> {
+            deferred { () async throws(ScrollbackError) in try await client.react(emoji, to: seq, in: id) }
+        }
+
+        public func unreact(_ emoji: String, from seq: Int64, in id: UUID) -> AnyPublisher<Message, ScrollbackError> {
+            deferred { () async throws(ScrollbackError) in try await client.unreact(emoji, from: seq, in: id) }
         }
 
         public func markRead(_ seq: Int64, in id: UUID) -> AnyPublisher<ReadMarker, ScrollbackError> {

@@ -21,6 +21,9 @@ struct ThreadController {
         let user = try context.requireUser()
         let (id, seq) = try MessageChangeController.messageAddress(context)
         let query = QueryParameters(request)
+        if try query.aroundTime() != nil {
+            throw APIError.badRequest(.invalidParameter, "`around_time` is for history; a thread takes `before`, `after` or `around`.")
+        }
         let limit = try query.limit()
         let anchor = try query.pageAnchor()
         return try JSONResponse.make(try await store.thread(of: seq, in: id, for: user, anchor: anchor, limit: limit))

@@ -108,7 +108,7 @@ public struct Timeline: Sendable, Equatable {
             guard belongs(message) else { break }
             // Only rows in the window: an edit of an unloaded message is
             // fetched with its page.
-            if isInWindow(message.seq) { store(message) }
+            if isInWindow(message.seq) { store(message) } else { showInReplies(message) }
             advanceLiveVersion(message.version)
         case .subscribed(let last, let subscribedVersion):
             liveFrom = subscribedVersion
@@ -137,7 +137,9 @@ public struct Timeline: Sendable, Equatable {
                 pending[index].state = .sending(send)
             }
         case .changesApplied(let changes):
-            for message in changes.messages where belongs(message) && isInWindow(message.seq) { store(message) }
+            for message in changes.messages where belongs(message) {
+                if isInWindow(message.seq) { store(message) } else { showInReplies(message) }
+            }
             catchUpRequested = false
             version = max(version, changes.version)
             if changes.hasMore { effects += requestCatchUp() }
@@ -178,8 +180,21 @@ public struct Timeline: Sendable, Equatable {
     /// our own send, arriving before its ack, replaces the echo.
     private mutating func store(_ message: Message) {
         if let held = stored[message.seq], held.version > message.version { return }
+        var message = message
+        // A preview is the parent as it is now: the one held is as new as any.
+        if let parent = message.replyTo.flatMap({ stored[$0.seq] }) { message.replyTo = ReplyPreview(of: parent) }
         stored[message.seq] = message
+        showInReplies(message)
         if let clientID = message.clientId { resolveEcho(clientID, sender: message.sender, seq: message.seq) }
+    }
+
+    /// The replies held to `parent` show it as it is now (an edit or a
+    /// deletion of a message changes the preview in every reply to it).
+    private mutating func showInReplies(_ parent: Message) {
+        let preview = ReplyPreview(of: parent)
+        for (seq, held) in stored where held.replyTo?.seq == parent.seq && held.replyTo != preview {
+            stored[seq]?.replyTo = preview
+        }
     }
 
     /// The local echo of `clientID` (sent by `sender`, when given) becomes

@@ -45,6 +45,17 @@ import Testing
             #expect(try await bob.conversations().conversations.map(\.id) == [conversation.id])
             let layout = try await bob.layout(LayoutRequest(viewportHeight: 640, itemHeights: [100, 50]))
             #expect(layout.bottomPadding == 490)
+
+            // Replies, threads and reactions.
+            let reply = try await bob.send("reply to 3", to: conversation.id, replyTo: 3).message
+            #expect(reply.replyTo?.seq == 3 && reply.threadRoot == 3)
+            let thread = try await alice.thread(of: 3, in: conversation.id)
+            #expect(thread.messages.map(\.seq) == [reply.seq] && thread.root.thread?.replyCount == 1)
+            #expect(try await alice.thread(of: 3, in: conversation.id, .before(reply.seq)).messages.isEmpty)
+            let reacted = try await alice.react("❤️", to: 3, in: conversation.id)
+            #expect(reacted.reactions == [ReactionSummary(emoji: "❤️", count: 1, me: true)])
+            #expect(try await bob.page(of: conversation.id, .around(3), limit: 1).messages.first?.reactions.first?.me == false)
+            #expect(try await alice.unreact("❤️", from: 3, in: conversation.id).reactions.isEmpty)
         }
     }
 

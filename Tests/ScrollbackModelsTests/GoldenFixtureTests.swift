@@ -29,7 +29,7 @@ import Testing
         #expect(
             written == [
                 "Message", "MessageEnvelope", "MessagePage", "ChangeSet", "Conversation", "ConversationList",
-                "ReadMarker", "APIErrorBody", "PageLayoutHints", "ServerFrame", "MentionPage",
+                "ReadMarker", "APIErrorBody", "PageLayoutHints", "ServerFrame", "MentionPage", "ThreadPage",
             ])
     }
 
@@ -72,6 +72,11 @@ struct Golden: Sendable, CustomTestStringConvertible {
     static let all: [Golden] = [
         Golden("message", Values.message),
         Golden("message_deleted", Values.deletedMessage),
+        Golden("message_reply", Values.reply),
+        Golden("message_thread_root", Values.threadRoot),
+        Golden("thread_page", ThreadPage(root: Values.threadRoot, messages: [Values.reply], hasOlder: false, hasNewer: true, version: 47)),
+        Golden("send_message_request_reply", SendMessageRequest(body: "On my way", clientId: "c-7f3a", replyTo: 40)),
+        Golden("client_frame_send_reply", ClientFrame.send(conversationId: Values.conversationID, body: "On my way", clientId: "c-7f3a", replyTo: 40)),
         Golden("message_envelope", MessageEnvelope(message: Values.message)),
         Golden("message_page", Values.page),
         Golden("message_page_with_layout", Values.pageWithLayout),
@@ -171,6 +176,17 @@ enum Values {
     static let message = Message(
         conversationId: conversationID, seq: 42, sender: "alice", body: "On my way", clientId: "c-7f3a",
         createdAt: sentAt, version: 44, editedAt: editedAt, deleted: false)
+    /// A reply whose parent was deleted, with reactions.
+    static let reply = Message(
+        conversationId: conversationID, seq: 43, sender: "carol", body: "See you there 🎉", clientId: "c-9b1e",
+        createdAt: sentAt, version: 45, replyTo: ReplyPreview(seq: 40, sender: "bob", excerpt: nil, deleted: true),
+        threadRoot: 40,
+        reactions: [ReactionSummary(emoji: "👍🏽", count: 2, me: true), ReactionSummary(emoji: "❤️", count: 1, me: false)])
+    /// A message that started a thread.
+    static let threadRoot = Message(
+        conversationId: conversationID, seq: 40, sender: "bob", body: "Lunch at noon?", clientId: nil,
+        createdAt: sentAt, version: 47,
+        thread: ThreadSummary(replyCount: 3, lastReplyAt: editedAt, participants: ["carol", "alice"]))
     static let deletedMessage = Message(
         conversationId: conversationID, seq: 41, sender: "bob", body: "", clientId: nil, createdAt: sentAt,
         version: 43, editedAt: nil, deleted: true)

@@ -73,6 +73,38 @@ struct History {
         #expect(timeline.messages.map(\.body) == ["edited", "message 2", "message 1"])
     }
 
+    /// A reply shows its parent as it is now: an edit or a deletion of the
+    /// parent, live or through `changes`, and also of a parent outside the
+    /// window, changes the preview of every reply held; a reaction is an
+    /// update like an edit.
+    @Test func repliesShowTheirParentAsItIsNowAndReactionsAreUpdates() {
+        var timeline = Timeline(conversationId: History.id)
+        var parent = History.message(seq: 1, body: "where?")
+        var reply = History.message(seq: 2, body: "here", sender: "carol")
+        reply.replyTo = ReplyPreview(of: parent)
+        reply.threadRoot = 1
+        timeline.apply(.pageLoaded(MessagePage(messages: [reply, parent], hasOlder: false, hasNewer: false, lastSeq: 2, version: 2)))
+        parent.body = "where exactly?"
+        parent.version = 4
+        timeline.apply(.messageUpdated(parent))
+        #expect(timeline.messages.first?.replyTo?.excerpt == "where exactly?")
+        // A stale copy of the reply (read before the edit) does not bring the old preview back.
+        timeline.apply(.liveMessage(reply))
+        #expect(timeline.messages.first?.replyTo?.excerpt == "where exactly?")
+        parent.deleted = true
+        parent.body = ""
+        parent.version = 5
+        timeline.apply(.changesApplied(ChangeSet(messages: [parent], hasMore: false, version: 5)))
+        #expect(timeline.messages.first?.replyTo == ReplyPreview(seq: 1, sender: "bob", excerpt: nil, deleted: true))
+
+        var reacted = timeline.messages.first!
+        reacted.version = 6
+        reacted.reactions = [ReactionSummary(emoji: "👍", count: 1, me: true)]
+        let update = timeline.apply(.messageUpdated(reacted))
+        #expect(update.diff == TimelineDiff(updated: [0]))
+        #expect(timeline.messages.first?.reactions == reacted.reactions)
+    }
+
     @Test func aLocalEchoShowsUntilTheAckReplacesItInPlace() {
         var timeline = Timeline(conversationId: History.id)
         timeline.apply(.pageLoaded(History(count: 2).page(limit: 50)))
