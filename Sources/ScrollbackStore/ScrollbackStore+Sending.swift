@@ -127,7 +127,7 @@ enum SendSQL {
                 SET last_seq = ins.seq, version = \(newVersion), activity = nextval('conversation_activity'),
                     changed_xid = pg_current_xact_id()
                 FROM ins WHERE c.id = ins.conversation_id
-                RETURNING c.id, \(FeedEvent.notify("m", "c.id::text", "ins.seq::text", "(\(newVersion))::text"))
+                RETURNING c.id, \(FeedEvent.notify("m", "c.id::text", "ins.seq::text", replying ? "(ins.version + 1)::text" : "ins.version::text"))
             )
             SELECT EXISTS (SELECT 1 FROM member), r.created, r.same_body, \(parentState),
                    \(MessageRow.positional("r", conversation: "$1", readers: "ARRAY[$2]"))
