@@ -106,8 +106,19 @@ public final class LiveCluster: Sendable {
         try await stop(old)
         try await whileDown()
         try await Task.sleep(for: downtime)
-        let restarted = try await start(port: old.port, migrate: false)
-        running.withLockedValue { $0[index] = restarted }
+        // The old listener's port can take a moment to be free again after
+        // the stop: a bind that finds it taken is tried again for a while.
+        var attempt = 0
+        while true {
+            do {
+                let restarted = try await start(port: old.port, migrate: false)
+                running.withLockedValue { $0[index] = restarted }
+                return
+            } catch is StartFailure where attempt < 20 {
+                attempt += 1
+                try await Task.sleep(for: .milliseconds(250))
+            }
+        }
     }
 
     /// Starts an instance on a port below the kernel's ephemeral range
@@ -115,16 +126,31 @@ public final class LiveCluster: Sendable {
     /// restart binds the same port again; a port the kernel hands out for
     /// port 0 or for a client's connection could meanwhile be taken by any
     /// other test, and the restarted instance could not start.
+    /// A port is the instance's for the rest of the test process, so the
+    /// instances of other tests never pick it while it is down for a restart.
     private func startOnAPrivatePort(migrate: Bool) async throws -> Instance {
         var failures: [String] = []
         for _ in 0..<20 {
+            let port = Self.reservePort()
             do {
-                return try await start(port: Int.random(in: 20_000..<32_000), migrate: migrate)
+                return try await start(port: port, migrate: migrate)
             } catch let failure as StartFailure {
                 failures.append(failure.description)
             }
         }
         throw StartFailure(port: 0, reason: "no free port in 20 tries: \(failures)")
+    }
+
+    private static let reservedPorts = NIOLockedValueBox<Set<Int>>([])
+
+    /// A port in 20000..<32000 that no instance of this process has had.
+    private static func reservePort() -> Int {
+        reservedPorts.withLockedValue { reserved in
+            while true {
+                let port = Int.random(in: 20_000..<32_000)
+                if reserved.insert(port).inserted { return port }
+            }
+        }
     }
 
     private func start(port: Int, migrate: Bool) async throws -> Instance {
