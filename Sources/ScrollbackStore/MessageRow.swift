@@ -143,18 +143,18 @@ enum MessageRow {
         return message
     }
 
-    /// The emoji of a `user emoji` pair (user ids have no space).
-    static func emoji(ofPair pair: String) -> String {
-        guard let space = pair.firstIndex(of: " ") else { return pair }
-        return String(pair[pair.index(after: space)...])
+    /// A `user emoji` pair split in two (user ids have no space).
+    static func split(_ pair: String) -> (user: Substring, emoji: String) {
+        guard let space = pair.firstIndex(of: " ") else { return ("", pair) }
+        return (pair[..<space], String(pair[pair.index(after: space)...]))
     }
+
+    /// The emoji of a `user emoji` pair.
+    static func emoji(ofPair pair: String) -> String { split(pair).emoji }
 
     /// The emojis of `user` among `user emoji` pairs.
     static func reactions(_ pairs: [String], of user: UserID) -> Set<String> {
-        Set(pairs.compactMap { pair in
-            guard let space = pair.firstIndex(of: " "), pair[..<space] == user.rawValue[...] else { return nil }
-            return String(pair[pair.index(after: space)...])
-        })
+        Set(pairs.lazy.map(split).filter { $0.user == user.rawValue[...] }.map(\.emoji))
     }
 }
 

@@ -35,14 +35,13 @@ extension ScrollbackStore {
         to id: UUID, from sender: UserID, body: String, clientID: String?, replyTo: Int64? = nil
     ) async throws -> SendOutcome {
         for _ in 0..<Self.retryAttempts {
-            let row: SendStatement.Row?
-            if let replyTo {
-                let statement = SendStatement(conversation: id, sender: sender, body: body, clientID: clientID)
-                row = try await rows(ReplyStatement(send: statement, replyTo: replyTo), writes: true, as: .send).first
-            } else {
-                let statement = SendStatement(conversation: id, sender: sender, body: body, clientID: clientID)
-                row = try await rows(statement, writes: true, as: .send).first
-            }
+            let statement = SendStatement(conversation: id, sender: sender, body: body, clientID: clientID)
+            let row =
+                if let replyTo {
+                    try await rows(ReplyStatement(send: statement, replyTo: replyTo), writes: true, as: .send).first
+                } else {
+                    try await rows(statement, writes: true, as: .send).first
+                }
             guard let row, row.isMember else { throw StoreError.conversationNotFound }
             guard let message = row.message else {
                 if let replyTo, row.parent != .usable {
