@@ -17,6 +17,12 @@
 -- `zeppelin` (scrollback-bench's search workloads look for these two). The
 -- search vectors are made here, as the trigger would (triggers do not fire
 -- while loading in bulk), so the server's backfill finds nothing to do.
+--
+-- Threads and reactions, so that pages carry them as real ones do: in every
+-- conversation the first message is a thread root and every fourth message
+-- from seq 2 on (seq 2, 6, 10, ...) replies to it, with the root's summary
+-- as the send of each reply would keep it; every fifth message has a 👍 of
+-- the conversation's first member.
 \set ON_ERROR_STOP on
 SET max_parallel_workers_per_gather = 0;  -- one process draws every random() in a fixed order
 SET session_replication_role = replica;   -- no per-row foreign key triggers while loading in bulk
@@ -48,10 +54,13 @@ ORDER BY p.n, m.user_id;
 -- Messages in arrival order: a conversation's k-th message arrives at a
 -- random moment within the k-th part of the conversation's life, so all
 -- conversations talk at once and each one's seqs still arrive in order.
-INSERT INTO messages (conversation_id, seq, sender, body, created_at, version, search_vector)
+INSERT INTO messages (conversation_id, seq, sender, body, created_at, version, search_vector,
+                      reply_to, thread_root, reaction_emojis, reaction_counts)
 SELECT id, seq, sender, body,
        timestamptz '2025-01-01 00:00:01+00' + arrival * interval '1 second', seq,
-       to_tsvector((SELECT config FROM search_settings), body)
+       to_tsvector((SELECT config FROM search_settings), body),
+       CASE WHEN seq % 4 = 2 THEN 1 END, CASE WHEN seq % 4 = 2 THEN 1 END,
+       CASE WHEN seq % 5 = 0 THEN ARRAY['👍'] END, CASE WHEN seq % 5 = 0 THEN ARRAY[1] END
 FROM (
     SELECT id, seq, sender, body, row_number() OVER (ORDER BY position, id) AS arrival
     FROM (
@@ -66,6 +75,26 @@ FROM (
     ) drawn
 ) arrived
 ORDER BY arrival;
+
+-- The reactions behind the aggregates, and each root's thread summary.
+INSERT INTO reactions (conversation_id, seq, emoji, user_id, created_at)
+SELECT m.conversation_id, m.seq, '👍', p.members[1], m.created_at
+FROM messages m JOIN plan p ON p.id = m.conversation_id
+WHERE m.reaction_emojis IS NOT NULL
+ORDER BY m.conversation_id, m.seq;
+
+UPDATE messages r
+SET reply_count = t.replies, last_reply_at = t.last_reply_at,
+    thread_participants = ARRAY(
+        SELECT sender FROM messages
+        WHERE conversation_id = r.conversation_id AND thread_root = r.seq
+        GROUP BY sender ORDER BY min(seq) LIMIT 10)
+FROM (
+    SELECT conversation_id, thread_root, count(*) AS replies, max(created_at) AS last_reply_at
+    FROM messages WHERE thread_root IS NOT NULL
+    GROUP BY conversation_id, thread_root
+) t
+WHERE r.conversation_id = t.conversation_id AND r.seq = t.thread_root;
 
 -- The conversation list's order: the conversation whose last message
 -- arrived last is the most active.

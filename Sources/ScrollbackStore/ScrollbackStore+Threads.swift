@@ -127,31 +127,16 @@ extension ScrollbackStore {
         of root: Int64, in id: UUID, for user: UserID, anchor: PageAnchor, limit: Int
     ) async throws -> ThreadPage {
         let scan = PageScan(anchor: anchor, limit: limit)
-        let readers = MessageRow.readers(user)
+        var bindings = PostgresBindings(capacity: 7)
+        bindings.append(id)
+        bindings.append(user.rawValue)
+        bindings.append(root)
+        bindings.append(scan.olderFrom)
+        bindings.append(Int64(scan.olderLimit))
+        bindings.append(scan.newerFrom)
+        bindings.append(Int64(scan.newerLimit))
         let rows = try await rows(
-            """
-            SELECT c.version AS conversation_version, reply.first_reply, reply.last_reply,
-                   \(unescaped: MessageRow.columns("t", conversation: "c.id", readers: readers)),
-                   \(unescaped: MessageRow.columns("m", conversation: "c.id", readers: readers))
-            FROM conversations c
-            LEFT JOIN messages t ON t.conversation_id = c.id AND t.seq = \(root)
-            CROSS JOIN LATERAL (
-                SELECT min(seq) AS first_reply, max(seq) AS last_reply FROM messages
-                WHERE conversation_id = c.id AND thread_root = \(root)
-            ) reply
-            LEFT JOIN LATERAL (
-                (SELECT * FROM messages
-                 WHERE conversation_id = c.id AND thread_root = \(root) AND seq <= \(scan.olderFrom)
-                 ORDER BY seq DESC LIMIT \(Int64(scan.olderLimit)))
-                UNION ALL
-                (SELECT * FROM messages
-                 WHERE conversation_id = c.id AND thread_root = \(root) AND seq >= \(scan.newerFrom)
-                 ORDER BY seq ASC LIMIT \(Int64(scan.newerLimit)))
-            ) m ON true
-            WHERE c.id = \(id)
-              AND EXISTS (SELECT 1 FROM members WHERE conversation_id = c.id AND user_id = \(user.rawValue))
-            """,
-            writes: false, as: .thread)
+            PostgresQuery(unsafeSQL: ThreadStatement.sql, binds: bindings), writes: false, as: .thread)
         guard let first = rows.first?.makeRandomAccess() else { throw StoreError.conversationNotFound }
         guard let rootMessage = try MessageRow.decode(first, alias: "t", conversation: id) else {
             throw StoreError.messageNotFound
@@ -175,4 +160,34 @@ extension ScrollbackStore {
         return ThreadPage(
             root: rootMessage, messages: page.rows, hasOlder: page.hasOlder, hasNewer: page.hasNewer, version: version)
     }
+}
+
+/// The thread page's statement, with its parameters as `$1`, `$2`, ... (the
+/// benchmark runs the same text in pgbench): the conversation's version, the
+/// thread's first and last reply, the root, and the two keyset scans of
+/// `messages_by_thread` around the anchor, if the caller is a member.
+enum ThreadStatement {
+    static let sql = """
+        SELECT c.version AS conversation_version, reply.first_reply, reply.last_reply,
+               \(MessageRow.columns("t", conversation: "c.id", readers: "ARRAY[$2::text]")),
+               \(MessageRow.columns("m", conversation: "c.id", readers: "ARRAY[$2::text]"))
+        FROM conversations c
+        LEFT JOIN messages t ON t.conversation_id = c.id AND t.seq = $3
+        CROSS JOIN LATERAL (
+            SELECT min(seq) AS first_reply, max(seq) AS last_reply FROM messages
+            WHERE conversation_id = c.id AND thread_root = $3
+        ) reply
+        LEFT JOIN LATERAL (
+            (SELECT * FROM messages
+             WHERE conversation_id = c.id AND thread_root = $3 AND seq <= $4
+             ORDER BY seq DESC LIMIT $5)
+            UNION ALL
+            (SELECT * FROM messages
+             WHERE conversation_id = c.id AND thread_root = $3 AND seq >= $6
+             ORDER BY seq ASC LIMIT $7)
+        ) m ON true
+        WHERE c.id = $1
+          AND EXISTS (SELECT 1 FROM members WHERE conversation_id = c.id AND user_id = $2)
+        """
+    static let parameters = ["conversation_id", "user_id", "root", "older_from", "older_limit", "newer_from", "newer_limit"]
 }

@@ -26,12 +26,18 @@ enum WorkloadKind: String, CaseIterable, Sendable {
     /// `GET /v1/search?q=zeppelin`, likewise: a word in about 40 messages of
     /// the whole data set.
     case searchRare = "search-rare"
+    /// `GET .../messages/1/thread?limit=20` of a random conversation among
+    /// the many: the newest replies of a thread of 25 (scripts/bench-data.sql).
+    case thread = "thread"
 
     /// The words the search workloads look for (scripts/bench-data.sql puts them in).
     static let commonWord = "lunch"
     static let rareWord = "zeppelin"
     /// Hits per search page.
     static let searchLimit = 20
+    /// The root of every conversation's thread, and replies per thread page.
+    static let threadRoot = 1
+    static let threadLimit = 20
 }
 
 /// The targets of a run, read from the files `scripts/bench` writes:
@@ -83,7 +89,7 @@ struct Workload: Sendable {
         self.baseURL = baseURL
         self.pageSize = pageSize
         switch kind {
-        case .newestPage, .sendRandom, .searchCommon, .searchRare: self.targets = targets.many
+        case .newestPage, .sendRandom, .searchCommon, .searchRare, .thread: self.targets = targets.many
         case .deepPage: self.targets = targets.big.map { [$0] } ?? []
         case .sendHot: self.targets = targets.hot.map { [$0] } ?? []
         }
@@ -101,6 +107,9 @@ struct Workload: Sendable {
             // `depth` messages are newer than the page: before = last_seq - depth + 1.
             let depth = Int.random(in: 0...max(target.lastSeq - pageSize, 0), using: &random)
             request = HTTPClientRequest(url: "\(path)?limit=\(pageSize)&before=\(target.lastSeq - depth + 1)")
+        case .thread:
+            request = HTTPClientRequest(
+                url: "\(path)/\(WorkloadKind.threadRoot)/thread?limit=\(WorkloadKind.threadLimit)")
         case .searchCommon, .searchRare:
             let word = kind == .searchCommon ? WorkloadKind.commonWord : WorkloadKind.rareWord
             request = HTTPClientRequest(url: "\(baseURL)/v1/search?q=\(word)&limit=\(WorkloadKind.searchLimit)")

@@ -173,17 +173,23 @@ struct Figure: Encodable {
                     baselineName: "the same without pg_notify", baseline: silent.throughput,
                     runs: [notifying, silent]))
         }
-        for (name, label) in [("search-common", "a word in 1 message of 10"), ("search-rare", "a rare word")] {
-            guard let search = runs[name] else { continue }
+        // Unprepared statements (planned for their values each time, by the
+        // server and by pgbench -M extended): throughput, p50 and p99.
+        let unprepared = [
+            (6, "search-common", "search, a word in 1 message of 10", "search statement"),
+            (6, "search-rare", "search, a rare word", "search statement"),
+            (7, "thread", "thread page, 20 newest replies", "thread statement"),
+        ]
+        for (number, name, label, statement) in unprepared {
+            guard let run = runs[name] else { continue }
             let pgbench = runs["pgbench-\(name)"]
-            figures.append(
-                closedLoop(6, "search, \(label)", search, beside: pgbench, named: "pgbench -M extended, search statement"))
+            figures.append(closedLoop(number, label, run, beside: pgbench, named: "pgbench -M extended, \(statement)"))
             for (percentile, path) in [("p50", \LatencySummary.p50), ("p99", \LatencySummary.p99)] {
                 figures.append(
                     Figure(
-                        6, "search, \(label), \(percentile)", unit: "ms", value: search.latency[keyPath: path],
-                        baselineName: pgbench.map { _ in "pgbench search statement \(percentile)" },
-                        baseline: pgbench?.latency[keyPath: path], runs: [search, pgbench]))
+                        number, "\(label), \(percentile)", unit: "ms", value: run.latency[keyPath: path],
+                        baselineName: pgbench.map { _ in "pgbench \(statement) \(percentile)" },
+                        baseline: pgbench?.latency[keyPath: path], runs: [run, pgbench]))
             }
         }
         if let idleRSSKiB {
