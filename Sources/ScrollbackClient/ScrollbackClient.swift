@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 import ScrollbackModels
@@ -24,6 +25,9 @@ public struct ScrollbackClient: Sendable {
     /// Called after every HTTP attempt, retries included, with what it
     /// answered: for an app's metrics and logs, or a test of the service.
     public var onExchange: (@Sendable (Exchange) -> Void)?
+    /// Per conversation, the highest `version` this client (and its copies)
+    /// has written or read: pages ask for `min_version` of it.
+    let versions = KnownVersions()
 
     /// One HTTP attempt as `onExchange` sees it.
     public struct Exchange: Sendable {
@@ -108,6 +112,7 @@ public struct ScrollbackClient: Sendable {
             try await self.exchange(.POST, "/v1/conversations/\(id.wire)/messages", body: request)
         }
         let envelope: MessageEnvelope = try Self.decode(reply.body)
+        versions.saw(envelope.message.version, in: id)
         return SendResult(message: envelope.message, replayed: reply.status == 200)
     }
 
@@ -132,11 +137,18 @@ public struct ScrollbackClient: Sendable {
         }
     }
 
-    /// A page of history, newest first.
+    /// A page of history, newest first. It is never older than what this
+    /// client wrote or read in the conversation before (`min_version`: an
+    /// instance's page cache may otherwise answer from before a write made
+    /// through another instance).
     public func page(of id: UUID, _ anchor: PageAnchor = .newest, limit: Int? = nil) async throws(ScrollbackError)
         -> MessagePage
     {
-        try await call(.GET, "/v1/conversations/\(id.wire)/messages", query: anchor.query(limit: limit))
+        var query = anchor.query(limit: limit)
+        if let known = versions.version(of: id) { query.append(("min_version", String(known))) }
+        let page: MessagePage = try await call(.GET, "/v1/conversations/\(id.wire)/messages", query: query)
+        versions.saw(page.version, in: id)
+        return page
     }
 
     /// A page of the replies in the thread message `root` started, newest
@@ -153,12 +165,14 @@ public struct ScrollbackClient: Sendable {
     /// reactions (`me` about the caller).
     public func react(_ emoji: String, to seq: Int64, in id: UUID) async throws(ScrollbackError) -> Message {
         let envelope: MessageEnvelope = try await call(.PUT, Self.reactionPath(emoji, seq, id))
+        versions.saw(envelope.message.version, in: id)
         return envelope.message
     }
 
     /// Removes the caller's `emoji` reaction from message `seq`, if any.
     public func unreact(_ emoji: String, from seq: Int64, in id: UUID) async throws(ScrollbackError) -> Message {
         let envelope: MessageEnvelope = try await call(.DELETE, Self.reactionPath(emoji, seq, id))
+        versions.saw(envelope.message.version, in: id)
         return envelope.message
     }
 
@@ -172,11 +186,13 @@ public struct ScrollbackClient: Sendable {
     public func edit(_ seq: Int64, in id: UUID, body: String) async throws(ScrollbackError) -> Message {
         let envelope: MessageEnvelope = try await call(
             .PATCH, "/v1/conversations/\(id.wire)/messages/\(seq)", body: EditMessageRequest(body: body))
+        versions.saw(envelope.message.version, in: id)
         return envelope.message
     }
 
     public func delete(_ seq: Int64, in id: UUID) async throws(ScrollbackError) -> Message {
         let envelope: MessageEnvelope = try await call(.DELETE, "/v1/conversations/\(id.wire)/messages/\(seq)")
+        versions.saw(envelope.message.version, in: id)
         return envelope.message
     }
 
@@ -193,9 +209,11 @@ public struct ScrollbackClient: Sendable {
     public func changes(in id: UUID, since version: Int64, limit: Int? = nil) async throws(ScrollbackError)
         -> ChangeSet
     {
-        try await call(
+        let changes: ChangeSet = try await call(
             .GET, "/v1/conversations/\(id.wire)/changes",
             query: [("since_version", String(version)), ("limit", limit.map(String.init))])
+        versions.saw(changes.version, in: id)
+        return changes
     }
 
     /// Messages of the caller's conversations (or of `conversation` only)
@@ -357,5 +375,25 @@ extension String {
     var pathEscaped: String { addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(["/"])) ?? self }
     var queryEscaped: String {
         addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(["-", "_", ".", "~"])) ?? self
+    }
+}
+
+/// The highest `version` a client has seen per conversation (its writes,
+/// pages and changes), shared by the copies of a `ScrollbackClient`.
+/// Bounded: when full it forgets everything (a page then only loses the
+/// guarantee against a cache lagging behind another instance's write).
+final class KnownVersions: Sendable {
+    private let versions = NIOLockedValueBox([UUID: Int64]())
+    private let capacity = 10_000
+
+    func version(of id: UUID) -> Int64? {
+        versions.withLockedValue { $0[id] }
+    }
+
+    func saw(_ version: Int64, in id: UUID) {
+        versions.withLockedValue { versions in
+            if versions[id] == nil && versions.count >= capacity { versions.removeAll(keepingCapacity: true) }
+            versions[id] = max(versions[id] ?? 0, version)
+        }
     }
 }

@@ -38,11 +38,14 @@ struct MessageController {
         let hints = try PageHintRequest(query)  // viewport_height, limit=fill, ...: PageHints.swift
         let limit = try hints.fetchLimit ?? query.limit()
         var anchor = try query.pageAnchor()
+        // A page at this version or later (the client's last write, or the
+        // newest page it has seen): never an older one from the page cache.
+        let minVersion = try query.integer("min_version", in: 0...Int64.max) ?? 0
         if let time = try query.aroundTime() {
             // The first message at or after that time, or the newest when none is.
             anchor = try await store.seq(at: time, in: id, for: user).map(PageAnchor.around) ?? .newest
         }
-        let page = try await store.page(of: id, for: user, anchor: anchor, limit: limit)
+        let page = try await store.page(of: id, for: user, anchor: anchor, limit: limit, minVersion: minVersion)
         return try JSONResponse.make(try hints.apply(to: page, anchor: anchor))
     }
 }

@@ -92,6 +92,9 @@ public struct ScrollbackConfiguration: Sendable {
         if let text = value("SCROLLBACK_MAX_RESPONSE_BYTES") {
             store.maxResponseBytes = try Self.integer(text, "SCROLLBACK_MAX_RESPONSE_BYTES", in: Self.responseBytesRange)
         }
+        if let text = value("SCROLLBACK_PAGE_CACHE_BYTES") {
+            store.pageCacheBytes = try Self.integer(text, "SCROLLBACK_PAGE_CACHE_BYTES", in: Self.pageCacheBytesRange)
+        }
         if let text = value("SCROLLBACK_JWT_SECRET") {
             guard text.utf8.count >= TokenAuthority.minimumSecretBytes else { throw Failure(TokenAuthority.WeakSecret().description) }
             jwtSecret = text
@@ -165,6 +168,8 @@ public struct ScrollbackConfiguration: Sendable {
     static let bodyBytesRange = 16 * 1024...64 * 1024 * 1024
     /// `SCROLLBACK_MAX_RESPONSE_BYTES`: from 64 KiB to 64 MiB.
     static let responseBytesRange = 64 * 1024...64 * 1024 * 1024
+    /// `SCROLLBACK_PAGE_CACHE_BYTES`: 0 (off) to 64 GiB.
+    static let pageCacheBytesRange = 0...64 << 30
 
     static func integer(_ text: String, _ name: String, in range: ClosedRange<Int>) throws -> Int {
         guard let number = Int(text), range.contains(number) else {

@@ -26,7 +26,8 @@ extension ScrollbackStore {
     /// in commit order, until the task is cancelled. A lost connection is
     /// replaced, with backoff; each time LISTEN is in place again `handle`
     /// gets `.listening` first. A connection that stops answering is found
-    /// by a probe every `probeInterval` and replaced too.
+    /// by a probe every `probeInterval` and replaced too. The store's page
+    /// cache follows the same signals, before `handle` does.
     public func listenToFeed(
         probeInterval: Duration = .seconds(10), _ handle: @escaping @Sendable (FeedSignal) async -> Void
     ) async {
@@ -44,11 +45,13 @@ extension ScrollbackStore {
                     failures = 0
                     listened = true
                     logger.debug("listening to the change feed")
+                    pageCache.handle(.listening)
                     await handle(.listening)
                     try await withThrowingTaskGroup(of: Void.self) { group in
                         group.addTask {
                             for try await notification in notifications {
                                 if let event = FeedEvent(payload: notification.payload) {
+                                    pageCache.handle(.event(event))
                                     await handle(.event(event))
                                 }
                             }
@@ -69,7 +72,10 @@ extension ScrollbackStore {
                 logger.warning("the change feed's connection failed", metadata: ["error": "\(error)"])
             }
             try? await connection?.close()
-            if listened { await handle(.lost) }
+            if listened {
+                pageCache.handle(.lost)
+                await handle(.lost)
+            }
             guard !Task.isCancelled else { return }
             failures += 1
             // 0.1 s doubling up to 5 s, with jitter so instances do not reconnect in step.

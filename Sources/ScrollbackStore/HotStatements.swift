@@ -12,9 +12,9 @@ extension ScrollbackStore {
     /// `newest_page` and `page` (the same statement: the newest page is
     /// `older_from` = 9223372036854775807, `older_limit` = the page size,
     /// `newer_from` = 9223372036854775807, `newer_limit` = 0), `send`,
-    /// `thread` (its anchors as the page's), and `search` (`search` and
-    /// `thread` are not prepared by the server: run them with `pgbench -M
-    /// extended`, planned for their values each time as the server's are).
+    /// `thread` (its anchors as the page's), and `search` (not prepared by
+    /// the server: run it with `pgbench -M extended`, planned for its values
+    /// each time as the server's is).
     public static let hotStatements: [String: StatementText] = [
         "page": StatementText(sql: PageStatement.sql, parameters: PageStatement.parameters),
         "send": StatementText(sql: SendStatement.sql, parameters: SendStatement.parameters),

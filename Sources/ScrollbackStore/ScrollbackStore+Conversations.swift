@@ -193,6 +193,8 @@ extension ScrollbackStore {
     /// Adds `user` to the conversation; any member may add. Adding someone who
     /// is already a member changes nothing.
     public func addMember(_ user: UserID, to id: UUID, by actor: UserID) async throws -> Conversation {
+        // A write drops the conversation's cached pages before it answers or throws (PageCache).
+        defer { pageCache.invalidate(id) }
         let outcome: MembershipChange = try await withTransaction(as: .addMember) { [logger] connection in
             guard try await Self.lockConversation(id, member: actor, on: connection, logger: logger) != nil else {
                 return .notVisible
@@ -228,6 +230,8 @@ extension ScrollbackStore {
     /// row meanwhile checks membership again once it has the lock, so nothing
     /// of the removed member's is stored after the removal.
     public func removeMember(_ user: UserID, from id: UUID, by actor: UserID) async throws {
+        // A write drops the conversation's cached pages before it answers or throws (PageCache).
+        defer { pageCache.invalidate(id) }
         let outcome: MembershipChange = try await withTransaction(as: .removeMember) { [logger] connection in
             guard let creator = try await Self.lockConversation(id, member: actor, on: connection, logger: logger) else {
                 return .notVisible

@@ -5,7 +5,38 @@ import ScrollbackModels
 extension ScrollbackStore {
     /// A page of history, newest first, with the conversation's last seq and
     /// version read in the same statement (one snapshot, one round trip).
-    public func page(of id: UUID, for user: UserID, anchor: PageAnchor, limit: Int) async throws -> MessagePage {
+    ///
+    /// A newest page, or one `after` a recent seq, may come from the page
+    /// cache instead (the same page, read earlier at a version nothing has
+    /// changed since, as far as the change feed proves; never below
+    /// `minVersion`). A newest page that does not is read with at least
+    /// the cache's fill size and kept.
+    public func page(
+        of id: UUID, for user: UserID, anchor: PageAnchor, limit: Int, minVersion: Int64 = 0
+    ) async throws -> MessagePage {
+        if let page = pageCache.page(of: id, for: user, anchor: anchor, limit: limit, minVersion: minVersion) {
+            return page
+        }
+        guard anchor == .newest, let ticket = pageCache.beginFill(of: id) else {
+            return try await readPage(of: id, for: user, anchor: anchor, limit: limit)
+        }
+        let fillLimit = max(limit, pageCache.fillLimit)
+        let read: MessagePage
+        do {
+            read = try await readPage(of: id, for: user, anchor: .newest, limit: fillLimit)
+        } catch {
+            pageCache.finishFill(ticket, for: user, page: nil, limit: fillLimit)
+            throw error
+        }
+        pageCache.finishFill(ticket, for: user, page: read, limit: fillLimit)
+        if let page = PageCache.slice(read, complete: read.messages.count < fillLimit, anchor: .newest, limit: limit) {
+            return page
+        }
+        return try await readPage(of: id, for: user, anchor: anchor, limit: limit)  // not reached: limit <= fillLimit
+    }
+
+    /// A page read from the database.
+    func readPage(of id: UUID, for user: UserID, anchor: PageAnchor, limit: Int) async throws -> MessagePage {
         let scan = PageScan(anchor: anchor, limit: limit)
         let rows = try await rows(PageStatement(conversation: id, user: user, scan: scan), writes: false, as: .page)
         guard let head = rows.first else { throw StoreError.conversationNotFound }

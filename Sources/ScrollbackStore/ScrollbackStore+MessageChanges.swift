@@ -58,6 +58,8 @@ extension ScrollbackStore {
     /// member row (so a removal that committed meanwhile is seen), then the
     /// message row (re-checked if it changed meanwhile). Nil when nothing matched.
     private func change(_ seq: Int64, in id: UUID, by user: UserID, newBody: String?) async throws -> Message? {
+        // A write drops the conversation's cached pages before it answers or throws (PageCache).
+        defer { pageCache.invalidate(id) }
         let deleting = newBody == nil
         let body = newBody ?? ""
         let rows = try await rows(

@@ -34,6 +34,8 @@ extension ScrollbackStore {
     public func send(
         to id: UUID, from sender: UserID, body: String, clientID: String?, replyTo: Int64? = nil
     ) async throws -> SendOutcome {
+        // A write drops the conversation's cached pages before it answers or throws (PageCache).
+        defer { pageCache.invalidate(id) }
         for _ in 0..<Self.retryAttempts {
             let statement = SendStatement(conversation: id, sender: sender, body: body, clientID: clientID)
             let row =

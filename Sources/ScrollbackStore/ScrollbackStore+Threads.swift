@@ -19,6 +19,8 @@ extension ScrollbackStore {
     public func react(
         _ emoji: String, to seq: Int64, in id: UUID, by user: UserID, adding: Bool
     ) async throws -> ReactionOutcome {
+        // A write drops the conversation's cached pages before it answers or throws (PageCache).
+        defer { pageCache.invalidate(id) }
         let limit = APILimits.maxReactionKinds
         // The emoji is bound once, in `params`, and read from there.
         let e = "(SELECT emoji FROM params)"
@@ -127,16 +129,8 @@ extension ScrollbackStore {
         of root: Int64, in id: UUID, for user: UserID, anchor: PageAnchor, limit: Int
     ) async throws -> ThreadPage {
         let scan = PageScan(anchor: anchor, limit: limit)
-        var bindings = PostgresBindings(capacity: 7)
-        bindings.append(id)
-        bindings.append(user.rawValue)
-        bindings.append(root)
-        bindings.append(scan.olderFrom)
-        bindings.append(Int64(scan.olderLimit))
-        bindings.append(scan.newerFrom)
-        bindings.append(Int64(scan.newerLimit))
         let rows = try await rows(
-            PostgresQuery(unsafeSQL: ThreadStatement.sql, binds: bindings), writes: false, as: .thread)
+            ThreadStatement(conversation: id, user: user, root: root, scan: scan), writes: false, as: .thread)
         guard let first = rows.first?.makeRandomAccess() else { throw StoreError.conversationNotFound }
         guard let rootMessage = try MessageRow.decode(first, alias: "t", conversation: id) else {
             throw StoreError.messageNotFound
@@ -162,11 +156,12 @@ extension ScrollbackStore {
     }
 }
 
-/// The thread page's statement, with its parameters as `$1`, `$2`, ... (the
-/// benchmark runs the same text in pgbench): the conversation's version, the
-/// thread's first and last reply, the root, and the two keyset scans of
-/// `messages_by_thread` around the anchor, if the caller is a member.
-enum ThreadStatement {
+/// The thread page's statement, prepared once per connection: the
+/// conversation's version, the thread's first and last reply, the root, and
+/// the two keyset scans of `messages_by_thread` around the anchor, if the
+/// caller is a member. Rows are read by column name.
+struct ThreadStatement: PostgresPreparedStatement {
+    static let name = "scrollback_thread_v1"
     static let sql = """
         SELECT c.version AS conversation_version, reply.first_reply, reply.last_reply,
                \(MessageRow.columns("t", conversation: "c.id", readers: "ARRAY[$2::text]")),
@@ -190,4 +185,24 @@ enum ThreadStatement {
           AND EXISTS (SELECT 1 FROM members WHERE conversation_id = c.id AND user_id = $2)
         """
     static let parameters = ["conversation_id", "user_id", "root", "older_from", "older_limit", "newer_from", "newer_limit"]
+    static let bindingDataTypes: [PostgresDataType] = [.uuid, .text, .int8, .int8, .int8, .int8, .int8]
+
+    var conversation: UUID
+    var user: UserID
+    var root: Int64
+    var scan: PageScan
+
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 7)
+        bindings.append(conversation)
+        bindings.append(user.rawValue)
+        bindings.append(root)
+        bindings.append(scan.olderFrom)
+        bindings.append(Int64(scan.olderLimit))
+        bindings.append(scan.newerFrom)
+        bindings.append(Int64(scan.newerLimit))
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> PostgresRow { row }
 }

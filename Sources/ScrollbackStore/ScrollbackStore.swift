@@ -24,6 +24,8 @@ public struct ScrollbackStore: Service {
     let reachability = Reachability()
     /// The text search configuration, once set or read (see `searchConfiguration()`).
     let searchConfigurationCache = NIOLockedValueBox<String?>(nil)
+    /// Newest pages kept while the change feed proves them current.
+    let pageCache: PageCache
 
     /// `metrics` receives the pool's gauges, each operation's latency and
     /// the timeouts (see the README's metrics); by default they go nowhere.
@@ -36,6 +38,7 @@ public struct ScrollbackStore: Service {
         self.logger = logger
         self.options = options
         self.metrics = StoreMetrics(factory: metrics, poolSize: options.maximumConnections)
+        self.pageCache = PageCache(capacity: max(options.pageCacheBytes, 0), factory: metrics)
     }
 
     /// Runs the connection pool until the task is cancelled or the service

@@ -18,16 +18,24 @@ public struct StoreOptions: Sendable, Equatable {
     /// list makes before it stops with `has_more` (see ``ResponseBudget``);
     /// ``APILimits/maxResponseBytes`` by default.
     public var maxResponseBytes: Int
+    /// The most bytes the newest-page cache holds (see ``PageCache``); 0
+    /// turns it off.
+    public var pageCacheBytes: Int
+
+    /// `SCROLLBACK_PAGE_CACHE_BYTES`'s default: 64 MiB.
+    public static let defaultPageCacheBytes = 64 << 20
 
     public init(
         maximumConnections: Int = 20, statementTimeout: Duration = .seconds(5), lockTimeout: Duration = .seconds(2),
-        searchPath: String? = nil, maxResponseBytes: Int = APILimits.maxResponseBytes
+        searchPath: String? = nil, maxResponseBytes: Int = APILimits.maxResponseBytes,
+        pageCacheBytes: Int = StoreOptions.defaultPageCacheBytes
     ) {
         self.maximumConnections = maximumConnections
         self.statementTimeout = statementTimeout
         self.lockTimeout = lockTimeout
         self.searchPath = searchPath
         self.maxResponseBytes = maxResponseBytes
+        self.pageCacheBytes = pageCacheBytes
     }
 
     /// How long a request waits for the database at most, lease included:

@@ -19,6 +19,9 @@ struct ReportCommand: ParsableCommand {
     @Option(help: "A JSON object describing the run (machine, settings, commit), copied into the output.")
     var context: String?
 
+    @Option(help: "The page cache's figures over the closed-loop page run (hits, misses, bytes, entries, capacity).")
+    var pageCache: String?
+
     @Option(help: "Where to write the JSON.")
     var output: String
 
@@ -28,7 +31,12 @@ struct ReportCommand: ParsableCommand {
         for file in try FileManager.default.contentsOfDirectory(atPath: measurements) where file.hasSuffix(".json") {
             runs[String(file.dropLast(5))] = try Measurement.read(from: directory.appendingPathComponent(file))
         }
-        let figures = Figure.all(from: runs, idleRSSKiB: idleRSSKiB)
+        var figures = Figure.all(from: runs, idleRSSKiB: idleRSSKiB)
+        if let pageCache {
+            let cache = try JSONDecoder().decode(
+                PageCacheFigures.self, from: Data(contentsOf: URL(fileURLWithPath: pageCache)))
+            figures += cache.figures
+        }
         print(Figure.table(figures))
 
         var document: [String: Any] = [
@@ -41,6 +49,26 @@ struct ReportCommand: ParsableCommand {
         let data = try JSONSerialization.data(withJSONObject: document, options: [.prettyPrinted, .sortedKeys])
         try data.write(to: URL(fileURLWithPath: output))
         print("\nwritten to \(output)")
+    }
+}
+
+/// What the page cache did during the closed-loop newest-page run.
+struct PageCacheFigures: Decodable {
+    var hits: Int
+    var misses: Int
+    var bytes: Int
+    var entries: Int
+    var capacity: Int
+
+    var figures: [Figure] {
+        [
+            Figure(
+                8, "page cache hits, closed-loop newest pages", unit: "%",
+                value: 100 * Double(hits) / Double(max(hits + misses, 1)), runs: []),
+            Figure(
+                8, "page cache size (estimate), \(entries) pages", unit: "MB", value: Double(bytes) / 1_048_576,
+                baselineName: "its capacity", baseline: Double(capacity) / 1_048_576, runs: []),
+        ]
     }
 }
 
@@ -110,9 +138,16 @@ struct Figure: Encodable {
             if let pgbench = runs["pgbench-page"] {
                 figures.append(
                     Figure(
-                        1, label, unit: "req/s", value: page.throughput,
+                        1, label + ", page cache", unit: "req/s", value: page.throughput,
                         baselineName: "pgbench -M prepared, page statement", baseline: pgbench.throughput,
-                        target: .ratioAtLeast(0.6), runs: [page, pgbench]))
+                        target: .ratioAtLeast(1.0), runs: [page, pgbench]))
+                if let uncached = runs["page-closed-uncached"] {
+                    figures.append(
+                        Figure(
+                            1, label + ", cache off", unit: "req/s", value: uncached.throughput,
+                            baselineName: "pgbench -M prepared, page statement", baseline: pgbench.throughput,
+                            target: .ratioAtLeast(0.35), runs: [uncached, pgbench]))
+                }
             }
             if let keyset = runs["pgbench-keyset"] {
                 figures.append(
@@ -136,6 +171,12 @@ struct Figure: Encodable {
                         value: open.latency[keyPath: path],
                         baselineName: pgbench.map { _ in "pgbench page statement \(label), --rate \(rate)" },
                         baseline: pgbench?.latency[keyPath: path], target: target, runs: [open, pgbench]))
+            }
+            if let uncached = runs["page-open-uncached"] {
+                figures.append(
+                    Figure(
+                        2, "newest page p99, open loop at \(format(uncached.rate ?? 0)) req/s, cache off", unit: "ms",
+                        value: uncached.latency.p99, target: .valueBelow(5.000_001), runs: [uncached]))
             }
             if let deep = runs["deep-open"] {
                 for (label, path) in [("p50", \LatencySummary.p50), ("p99", \LatencySummary.p99)] {
@@ -173,17 +214,17 @@ struct Figure: Encodable {
                     baselineName: "the same without pg_notify", baseline: silent.throughput,
                     runs: [notifying, silent]))
         }
-        // Unprepared statements (planned for their values each time, by the
-        // server and by pgbench -M extended): throughput, p50 and p99.
-        let unprepared = [
-            (6, "search-common", "search, a word in 1 message of 10", "search statement"),
-            (6, "search-rare", "search, a rare word", "search statement"),
-            (7, "thread", "thread page, 20 newest replies", "thread statement"),
+        // Throughput, p50 and p99 beside pgbench (search is planned for its
+        // values each time, by the server and by pgbench -M extended).
+        let withPercentiles = [
+            (6, "search-common", "search, a word in 1 message of 10", "extended", "search statement"),
+            (6, "search-rare", "search, a rare word", "extended", "search statement"),
+            (7, "thread", "thread page, 20 newest replies", "prepared", "thread statement"),
         ]
-        for (number, name, label, statement) in unprepared {
+        for (number, name, label, mode, statement) in withPercentiles {
             guard let run = runs[name] else { continue }
             let pgbench = runs["pgbench-\(name)"]
-            figures.append(closedLoop(number, label, run, beside: pgbench, named: "pgbench -M extended, \(statement)"))
+            figures.append(closedLoop(number, label, run, beside: pgbench, named: "pgbench -M \(mode), \(statement)"))
             for (percentile, path) in [("p50", \LatencySummary.p50), ("p99", \LatencySummary.p99)] {
                 figures.append(
                     Figure(

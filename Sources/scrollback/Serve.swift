@@ -47,6 +47,7 @@ struct Serve: AsyncParsableCommand {
                 "max_sockets": "\(configuration.liveOptions.maxSockets)",
                 "max_body_bytes": "\(configuration.connections.maxBodyBytes)",
                 "max_response_bytes": "\(configuration.store.maxResponseBytes)",
+                "page_cache_bytes": "\(configuration.store.pageCacheBytes)",
                 "rate_limits": "\(RateLimitedAction.allCases.map { "\($0.rawValue) \(configuration.rateLimits[$0])" }.joined(separator: ", "))",
             ])
         let database = try Startup.database(configuration, logger: logger)

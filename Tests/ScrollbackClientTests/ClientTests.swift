@@ -156,6 +156,51 @@ import Testing
         }
     }
 
+    /// An instance answers newest pages from memory while its change feed
+    /// says nothing changed; a write made through another instance can be
+    /// committed before this one hears of it. The kit asks for pages at
+    /// least as new as what it has seen (`min_version`), so it never reads
+    /// its way back in time.
+    @Test func aPageIsNeverOlderThanWhatTheClientHasSeen() async throws {
+        try await LiveCluster.run(instances: 2) { cluster in
+            // Alice's requests go through a load balancer that can move her.
+            let proxy = try CuttingProxy(upstreamPort: cluster.instances[0].port)
+            defer { proxy.stop() }
+            let alice = Self.client(cluster, "alice", baseURL: "http://127.0.0.1:\(proxy.port)")
+            let id = try await alice.createConversation(members: ["bob"]).id
+            for n in 1...3 { _ = try await alice.send("m\(n)", to: id) }
+            let first = try await alice.page(of: id)
+            #expect(first.messages.map(\.body) == ["m3", "m2", "m1"])
+
+            // A change committed elsewhere whose notification instance 0 has
+            // not received (here: none is sent).
+            _ = try await cluster.store.values(
+                Int64.self,
+                """
+                WITH c AS (UPDATE conversations SET version = version + 1 WHERE id = \(id) RETURNING version)
+                UPDATE messages SET body = 'changed elsewhere', version = (SELECT version FROM c)
+                WHERE conversation_id = \(id) AND seq = 3 RETURNING seq
+                """)
+            // A client that has not seen it gets instance 0's page from memory.
+            let unaware = Self.client(cluster, "alice", baseURL: cluster.instances[0].baseURL)
+            #expect(try await unaware.page(of: id).messages.first?.body == "m3")
+
+            // Alice sees it through instance 1 ...
+            proxy.route(to: cluster.instances[1].port)
+            proxy.cutAll()
+            try await Task.sleep(for: .milliseconds(300))  // the kit's pool notices the closed connections
+            let changes = try await alice.changes(in: id, since: first.version)
+            #expect(changes.messages.map(\.body) == ["changed elsewhere"])
+            // ... and back on instance 0, her page has it.
+            proxy.route(to: cluster.instances[0].port)
+            proxy.cutAll()
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(try await alice.page(of: id).messages.first?.body == "changed elsewhere")
+            // That read replaced the page in memory: everyone reads the change now.
+            #expect(try await unaware.page(of: id).messages.first?.body == "changed elsewhere")
+        }
+    }
+
     /// Typing announced over HTTP reaches the other members' live streams
     /// (across instances), not the typer's own; a non-member is refused.
     @Test func typingOverHTTPReachesTheOtherMembersLive() async throws {

@@ -12,7 +12,7 @@ import Glibc
 // sockets are plain file descriptors used by the threads that own them.
 final class CuttingProxy: @unchecked Sendable {
     let port: Int
-    private let upstreamPort: Int
+    private var upstreamPort: Int
     private let listener: Int32
     private let lock = NSLock()
     private var loseNext = false
@@ -59,6 +59,10 @@ final class CuttingProxy: @unchecked Sendable {
     enum ProxyError: Error { case cannotListen }
 
     func loseNextAnswer() { lock.withLock { loseNext = true } }
+
+    /// New connections go to `port` (a load balancer moving a client to
+    /// another instance); open ones stay where they are.
+    func route(to port: Int) { lock.withLock { upstreamPort = port } }
 
     /// How many connections `swallowNewConnections` holds.
     var heldConnections: Int { lock.withLock { held.count } }
@@ -118,7 +122,7 @@ final class CuttingProxy: @unchecked Sendable {
             }
             if swallowed { continue }
             let server = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            var address = Self.loopback(port: UInt16(upstreamPort))
+            var address = Self.loopback(port: UInt16(lock.withLock { upstreamPort }))
             let connected = withUnsafePointer(to: &address) {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(server, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
             }

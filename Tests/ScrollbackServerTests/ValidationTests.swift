@@ -111,6 +111,7 @@ import Testing
                 "limit=0", "limit=-1", "limit=1e9", "limit=abc", "limit=\(APILimits.pageLimit.upperBound + 1)", "limit=", "limit=1.5", "limit=%2B5",
                 "limit=5&limit=6", "before=5&after=2", "before=1&around=3", "after=1&around=3", "before=-1",
                 "after=-3", "around=-2", "before=0", "around=0", "before=abc", "after=99999999999999999999",
+                "min_version=-1", "min_version=x", "min_version=", "min_version=1&min_version=2",
             ] {
                 let reply = try await server.request(.get, "\(path)?\(query)", as: "alice")
                 #expect(reply.status == .badRequest, "\(query): \(reply.status)")

@@ -1,0 +1,129 @@
+import Foundation
+import Logging
+import PostgresNIO
+import PropertyBased
+import ScrollbackModels
+@testable import ScrollbackStore
+import ScrollbackTestSupport
+import Testing
+
+/// The newest-page caches of two instances against the database, under
+/// random sends, edits, deletions, reactions, replies, member changes and
+/// listener drops: after every step, a newest page (or one `after` a recent
+/// seq) from either instance is the database's.
+@Suite struct PageCachePropertyTests {
+    /// A page of `user`, or nil when the user may not read the conversation.
+    static func page(
+        _ store: ScrollbackStore, _ id: UUID, _ user: UserID, _ anchor: PageAnchor, _ limit: Int, minVersion: Int64,
+        fromDatabase: Bool
+    ) async throws -> MessagePage? {
+        do {
+            return fromDatabase
+                ? try await store.readPage(of: id, for: user, anchor: anchor, limit: limit)
+                : try await store.page(of: id, for: user, anchor: anchor, limit: limit, minVersion: minVersion)
+        } catch StoreError.conversationNotFound {
+            return nil
+        }
+    }
+
+    @Test(arguments: [UInt64(1), 2])
+    func newestPagesOfTwoInstancesAreTheDatabases(seed: UInt64) async throws {
+        var logger = Logger(label: "scrollback.tests.page-cache")
+        logger.logLevel = .critical  // the listener drops are meant
+        try await LiveCluster.run(instances: 2, logger: logger) { cluster in
+            var random = Xoshiro(seed: (seed, seed &* 31, seed &* 131, seed &* 1_031))
+            let users: [UserID] = ["alice", "bob", "carol"]
+            let id = try await cluster.conversation("alice", members: ["bob", "carol"])
+            var members: Set<UserID> = Set(users)
+            var stale = 0
+            let stores = cluster.instances.map(\.store)
+            for step in 0..<120 {
+                let store = stores[Int.random(in: 0..<2, using: &random)]
+                let actor = members.randomElement(using: &random) ?? "alice"
+                let lastSeq = try await cluster.store.values(
+                    Int64.self, "SELECT last_seq FROM conversations WHERE id = \(id)")[0]
+                let target = lastSeq > 0 ? Int64.random(in: 1...lastSeq, using: &random) : 1
+                do {
+                    switch Int.random(in: 0..<12, using: &random) {
+                    case 0...2:
+                        _ = try await store.send(to: id, from: actor, body: "step \(step)", clientID: nil)
+                    case 3:
+                        _ = try await store.send(
+                            to: id, from: actor, body: "reply \(step)", clientID: nil, replyTo: target)
+                    case 4:
+                        _ = try await store.edit(target, in: id, by: actor, body: "edited at \(step)")
+                    case 5:
+                        _ = try await store.delete(target, in: id, by: actor)
+                    case 6:
+                        _ = try await store.react(
+                            ["👍", "🎉"].randomElement(using: &random)!, to: target, in: id, by: actor,
+                            adding: Bool.random(using: &random))
+                    case 7:
+                        let user = users.filter { $0 != "alice" }.randomElement(using: &random)!
+                        if members.contains(user) {
+                            try await store.removeMember(user, from: id, by: "alice")
+                            members.remove(user)
+                        } else {
+                            _ = try await store.addMember(user, to: id, by: "alice")
+                            members.insert(user)
+                        }
+                    case 8:
+                        // Every listener of the schema is cut (both instances').
+                        let name = cluster.store.listenerApplicationName
+                        _ = try await cluster.store.values(
+                            Bool.self,
+                            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = \(name)")
+                        try await cluster.untilListening(0)
+                        try await cluster.untilListening(1)
+                    default:
+                        break  // reads only: pages keep coming from memory
+                    }
+                } catch let error as StoreError {
+                    // Not the sender, a deleted message, a reply to a tombstone: refused, nothing changed.
+                    switch error {
+                    case .forbidden, .messageDeleted, .replyTargetDeleted, .replyTargetMissing, .messageNotFound,
+                        .conversationNotFound:
+                        break
+                    default: throw error
+                    }
+                }
+
+                let version = try await cluster.store.values(
+                    Int64.self, "SELECT version FROM conversations WHERE id = \(id)")[0]
+                for (index, instance) in stores.enumerated() {
+                    for user in users {
+                        let limit = [1, 10, 50, 80].randomElement(using: &random)!
+                        let anchor: PageAnchor =
+                            Bool.random(using: &random) ? .newest : .after(max(0, lastSeq - Int64.random(in: 0...40, using: &random)))
+                        let truth = try await Self.page(
+                            instance, id, user, anchor, limit, minVersion: 0, fromDatabase: true)
+                        // With the version the client knows: at once.
+                        let known = try await Self.page(
+                            instance, id, user, anchor, limit, minVersion: version, fromDatabase: false)
+                        #expect(known == truth, "step \(step), instance \(index), \(user), \(anchor), limit \(limit)")
+                        // Without it: once this instance has the notifications.
+                        var plain = try await Self.page(
+                            instance, id, user, anchor, limit, minVersion: 0, fromDatabase: false)
+                        if plain != truth {
+                            stale += 1
+                            let deadline = ContinuousClock.now + .seconds(30)
+                            while plain != truth, ContinuousClock.now < deadline {
+                                try await Task.sleep(for: .milliseconds(10))
+                                plain = try await Self.page(
+                                    instance, id, user, anchor, limit, minVersion: 0, fromDatabase: false)
+                            }
+                        }
+                        #expect(plain == truth, "step \(step), instance \(index), \(user), \(anchor), limit \(limit)")
+                    }
+                }
+            }
+            let hits = stores.map { $0.pageCache.statistics.hits }.reduce(0, +)
+            let misses = stores.map { $0.pageCache.statistics.misses }.reduce(0, +)
+            // Pages do come from memory (else this test would prove nothing),
+            // and being behind another instance's write is short and rare.
+            #expect(hits > 150, "\(hits) hits, \(misses) misses")
+            #expect(stale < 60, "\(stale) pages behind without min_version")
+            print("page cache property, seed \(seed): \(hits) hits, \(misses) misses, \(stale) stale")
+        }
+    }
+}
