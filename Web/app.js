@@ -7,7 +7,10 @@ const state = {
   user: null,
   token: null,
   conversations: [],
-  open: null, // { id, title, messages: Map seq -> message, pending: Map client_id -> body, lastSeq, hasOlder, loadingOlder }
+  // { id, title, messages: Map seq -> message, pending: Map client_id -> { body, replyTo },
+  //   lastSeq, hasOlder, loadingOlder, replyTo: seq or null, picker: seq or null,
+  //   thread: null or { root: seq, rootMessage, messages: Map seq -> reply, hasOlder } }
+  open: null,
   socket: null,
   socketOpen: false,
   backoff: 250,
@@ -32,7 +35,9 @@ async function api(method, path, body) {
   if (!response.ok) {
     // The server's own words: every error body is {"error": {"code", "message"}}.
     const message = json && json.error ? json.error.message : response.status + " " + response.statusText;
-    throw new Error(message);
+    const error = new Error(message);
+    error.code = json && json.error ? json.error.code : null;
+    throw error;
   }
   return json;
 }
@@ -106,6 +111,13 @@ function renderInbox() {
       unread.className = "unread";
       unread.textContent = conversation.unread_count;
       name.append(unread);
+      if (conversation.unread_mentions > 0) {
+        const mentions = document.createElement("span");
+        mentions.className = "unread mentions";
+        mentions.title = conversation.unread_mentions + " unread mention" + (conversation.unread_mentions > 1 ? "s" : "");
+        mentions.textContent = "@";
+        name.append(mentions);
+      }
     }
     const preview = document.createElement("div");
     preview.className = "preview";
@@ -143,8 +155,13 @@ async function openConversation(conversation) {
     lastSeq: 0,
     hasOlder: false,
     loadingOlder: false,
+    replyTo: null,
+    picker: null,
+    thread: null,
   };
   state.readSeqs = new Map();
+  renderReplying();
+  renderThread();
   $("conversation").hidden = false;
   $("title").textContent = nameOf(conversation);
   $("typing").textContent = "";
@@ -180,8 +197,12 @@ function render({ pin = false, keep = null } = {}) {
   list.replaceChildren();
   const seqs = [...open.messages.keys()].sort((a, b) => a - b);
   for (const seq of seqs) list.append(messageItem(open.messages.get(seq)));
-  for (const [clientId, body] of open.pending) {
-    list.append(messageItem({ seq: null, sender: state.user, body, client_id: clientId, pending: true }));
+  for (const [clientId, { body, replyTo }] of open.pending) {
+    const parent = replyTo ? findMessage(open, replyTo) : null;
+    list.append(messageItem({
+      seq: null, sender: state.user, body, client_id: clientId, pending: true,
+      reply_to: parent ? replyPreview(parent) : undefined,
+    }));
   }
   $("older").textContent = open.hasOlder ? (open.loadingOlder ? "loading earlier messages…" : "") : "start of the conversation";
   applyPadding();
@@ -200,18 +221,42 @@ function applyPadding() {
   $("padding").style.height = Math.max(viewport.clientHeight - content, 0) + "px";
 }
 
+/// Keeps the newest message in view across a change of the viewport's size
+/// or of the rows' heights (the reply bar, the thread panel), when the reader
+/// was at the bottom before it.
+function keepingBottom(change) {
+  const stick = state.open && atBottom();
+  change();
+  if (!state.open) return;
+  applyPadding();
+  if (stick) $("viewport").scrollTop = $("viewport").scrollHeight;
+}
+
+// Rows whose height changes after they are laid out (a line that wraps
+// again once the thread panel narrows the list) move the padding too.
+if (window.ResizeObserver) {
+  const observer = new ResizeObserver(() => state.open && applyPadding());
+  observer.observe($("messages"));
+  observer.observe($("viewport"));
+}
+
+const EMOJIS = ["👍", "❤️", "😂", "🎉", "😮"];
+
 function messageItem(message) {
   const item = document.createElement("li");
   if (message.seq !== null) item.dataset.seq = message.seq;
   if (message.client_id) item.dataset.clientId = message.client_id;
   if (message.pending) item.className = "pending";
   if (message.deleted) item.className = "deleted";
+  if (message.reply_to) item.append(quote(message.reply_to));
+  if (message.seq !== null && !message.deleted) item.append(actions(message));
   const sender = document.createElement("span");
   sender.className = "sender";
   sender.textContent = message.sender;
   const text = document.createElement("span");
   text.className = "text";
-  text.textContent = message.deleted ? "(deleted)" : message.body;
+  if (message.deleted) text.textContent = "(deleted)";
+  else text.append(...withMentions(message.body, message.sender));
   item.append(sender, text);
   if (message.edited_at && !message.deleted) {
     const edited = document.createElement("span");
@@ -226,7 +271,107 @@ function messageItem(message) {
     seen.textContent = "seen by " + readers.join(", ");
     item.append(seen);
   }
+  const footer = document.createElement("div");
+  footer.className = "footer";
+  if (message.thread && message.thread.reply_count > 0) {
+    const count = message.thread.reply_count;
+    footer.append(button("replies", count + (count === 1 ? " reply" : " replies"), () => openThread(message.seq)));
+  }
+  for (const reaction of message.reactions || []) {
+    const chip = button("reaction" + (reaction.me ? " me" : ""), reaction.emoji + " " + reaction.count,
+      () => react(message.seq, reaction.emoji, !reaction.me));
+    chip.dataset.emoji = reaction.emoji;
+    chip.dataset.count = reaction.count;
+    chip.title = reaction.me ? "remove your " + reaction.emoji : "react with " + reaction.emoji;
+    footer.append(chip);
+  }
+  if (footer.childElementCount) item.append(footer);
   return item;
+}
+
+function button(className, label, action) {
+  const element = document.createElement("button");
+  element.type = "button";
+  element.className = className;
+  element.textContent = label;
+  element.addEventListener("click", action);
+  return element;
+}
+
+/// The parent of a reply, compact: its sender and the start of its body.
+function quote(preview) {
+  const box = document.createElement("div");
+  box.className = "quote" + (preview.deleted ? " deleted" : "");
+  box.dataset.parent = preview.seq;
+  const sender = document.createElement("span");
+  sender.className = "sender";
+  sender.textContent = preview.sender;
+  const excerpt = document.createElement("span");
+  excerpt.className = "excerpt";
+  excerpt.textContent = preview.deleted ? "deleted message" : preview.excerpt;
+  box.append(sender, excerpt);
+  return box;
+}
+
+/// Reply, and the emoji picker behind "+", at the end of a row's first line.
+function actions(message) {
+  const box = document.createElement("span");
+  box.className = "actions";
+  box.append(button("reply", "Reply", () => startReply(message.seq)));
+  if (state.open.picker === message.seq) {
+    for (const emoji of EMOJIS) {
+      const choice = button("pick", emoji, () => {
+        state.open.picker = null;
+        render();
+        renderThread();
+        react(message.seq, emoji, true);
+      });
+      choice.dataset.emoji = emoji;
+      box.append(choice);
+    }
+  }
+  box.append(button("add-reaction", state.open.picker === message.seq ? "×" : "+", () => {
+    state.open.picker = state.open.picker === message.seq ? null : message.seq;
+    render();
+    renderThread();
+  }));
+  return box;
+}
+
+// A mention as the server parses it (sql/007_mentions.sql): `@` not after a
+// user-id character, the longest run of them, trailing `.`, `-`, `_` trimmed.
+const MENTION = /(?<![A-Za-z0-9._@-])@([A-Za-z0-9._@-]+)/g;
+
+/// The body as text nodes, with each @mention in a span of its own
+/// (`me` when it mentions the reader, which the sender's own never does).
+function withMentions(body, sender) {
+  const nodes = [];
+  let from = 0;
+  for (const match of body.matchAll(MENTION)) {
+    const user = match[1].replace(/[._-]+$/, "");
+    if (!user) continue;
+    const end = match.index + 1 + user.length;
+    if (match.index > from) nodes.push(document.createTextNode(body.slice(from, match.index)));
+    const mention = document.createElement("span");
+    mention.className = "mention" + (user === state.user && sender !== state.user ? " me" : "");
+    mention.dataset.user = user;
+    mention.textContent = body.slice(match.index, end);
+    nodes.push(mention);
+    from = end;
+  }
+  if (from < body.length) nodes.push(document.createTextNode(body.slice(from)));
+  return nodes;
+}
+
+/// What a reply shows of `parent`, as the server computes it: the first
+/// 100 code points of its body, none once it is deleted.
+function replyPreview(parent) {
+  return {
+    seq: parent.seq,
+    sender: parent.sender,
+    excerpt: parent.deleted ? null : [...parent.body].slice(0, 100).join(""),
+    deleted: !!parent.deleted,
+  };
 }
 
 $("viewport").addEventListener("scroll", () => {
@@ -274,25 +419,153 @@ $("compose").addEventListener("submit", (event) => {
   if (!body.trim() || !state.open) return;
   $("body").value = "";
   const clientId = crypto.randomUUID();
-  state.open.pending.set(clientId, body);
+  const replyTo = state.open.replyTo;
+  state.open.pending.set(clientId, { body, replyTo });
+  keepingBottom(() => {
+    state.open.replyTo = null;
+    renderReplying();
+  });
   render({ pin: true });
-  deliver(state.open, clientId, body);
+  deliver(state.open, clientId);
 });
 
 /// Sends over the socket when it is open (answered by `ack`), otherwise
 /// over HTTP; the same client_id makes a retry store it once.
-async function deliver(open, clientId, body) {
+async function deliver(open, clientId) {
+  const pending = open.pending.get(clientId);
+  if (!pending) return;
+  const frame = { body: pending.body, client_id: clientId };
+  if (pending.replyTo) frame.reply_to = pending.replyTo;
   if (state.socketOpen) {
-    send({ type: "send", conversation_id: open.id, body, client_id: clientId });
+    send(Object.assign({ type: "send", conversation_id: open.id }, frame));
     return;
   }
   try {
-    const answer = await api("POST", `/v1/conversations/${open.id}/messages`, { body, client_id: clientId });
+    const answer = await api("POST", `/v1/conversations/${open.id}/messages`, frame);
     acknowledged(open, clientId, answer.message);
   } catch (error) {
     showError(error);
-    setTimeout(() => open.pending.has(clientId) && deliver(open, clientId, body), 2000);
+    if (REFUSED_REPLY.has(error.code)) refused(open, clientId);
+    else setTimeout(() => deliver(open, clientId), 2000);
   }
+}
+
+// A reply whose parent is gone (deleted meanwhile) is refused for good:
+// sending it again would not change the answer.
+const REFUSED_REPLY = new Set(["invalid_reply_to", "message_deleted"]);
+
+function refused(open, clientId) {
+  const pending = open.pending.get(clientId);
+  if (!pending) return;
+  open.pending.delete(clientId);
+  if (state.open !== open) return;
+  render();
+  if (!$("body").value) $("body").value = pending.body; // the text is not lost
+}
+
+// MARK: Replies, threads and reactions
+
+function startReply(seq) {
+  keepingBottom(() => {
+    state.open.replyTo = seq;
+    renderReplying();
+  });
+  $("body").focus();
+}
+
+function cancelReply() {
+  keepingBottom(() => {
+    state.open.replyTo = null;
+    renderReplying();
+  });
+}
+
+/// The bar above the composer: which message the next send answers.
+function renderReplying() {
+  const bar = $("replying");
+  const open = state.open;
+  const parent = open && open.replyTo !== null ? findMessage(open, open.replyTo) : null;
+  bar.hidden = !parent;
+  const label = $("replying-to");
+  label.replaceChildren();
+  if (parent) label.append("Replying to ", quote(replyPreview(parent)));
+}
+
+$("cancel-reply").addEventListener("click", cancelReply);
+$("body").addEventListener("keydown", (event) => {
+  if (event.key === "Escape" && state.open && state.open.replyTo !== null) cancelReply();
+});
+
+function findMessage(open, seq) {
+  if (open.messages.has(seq)) return open.messages.get(seq);
+  const thread = open.thread;
+  if (!thread) return null;
+  if (thread.rootMessage && thread.rootMessage.seq === seq) return thread.rootMessage;
+  return thread.messages.get(seq) || null;
+}
+
+/// Sets (`on`) or removes the reader's reaction; the answer is the message
+/// as it is now, and the live frame that follows carries the same version.
+async function react(seq, emoji, on) {
+  const open = state.open;
+  try {
+    const path = `/v1/conversations/${open.id}/messages/${seq}/reactions/${encodeURIComponent(emoji)}`;
+    const answer = await api(on ? "PUT" : "DELETE", path);
+    updated(open, answer.message);
+  } catch (error) {
+    showError(error);
+    if (state.open === open) render();
+  }
+}
+
+/// The thread panel: the root, then its replies oldest first, the newest at
+/// the bottom as in the conversation.
+async function openThread(root) {
+  const open = state.open;
+  try {
+    const page = await api("GET", `/v1/conversations/${open.id}/messages/${root}/thread?limit=50`);
+    if (state.open !== open) return;
+    const messages = new Map();
+    for (const message of page.messages) messages.set(message.seq, message);
+    keepingBottom(() => {
+      open.thread = { root, rootMessage: page.root, messages, hasOlder: page.has_older };
+      renderThread();
+    });
+    $("thread-messages").scrollTop = $("thread-messages").scrollHeight;
+  } catch (error) {
+    showError(error);
+  }
+}
+
+$("close-thread").addEventListener("click", () => keepingBottom(() => {
+  state.open.thread = null;
+  renderThread();
+}));
+
+function renderThread() {
+  const panel = $("thread");
+  const thread = state.open && state.open.thread;
+  panel.hidden = !thread;
+  const list = $("thread-messages");
+  if (!thread) {
+    list.replaceChildren();
+    return;
+  }
+  const wasAtBottom = list.scrollHeight - list.scrollTop - list.clientHeight < 4;
+  list.replaceChildren();
+  if (thread.rootMessage) {
+    const root = messageItem(thread.rootMessage);
+    root.classList.add("root");
+    list.append(root);
+  }
+  if (thread.hasOlder) {
+    const more = document.createElement("li");
+    more.className = "older";
+    more.textContent = "earlier replies are in the conversation";
+    list.append(more);
+  }
+  for (const seq of [...thread.messages.keys()].sort((a, b) => a - b)) list.append(messageItem(thread.messages.get(seq)));
+  if (wasAtBottom) list.scrollTop = list.scrollHeight;
 }
 
 function acknowledged(open, clientId, message) {
@@ -305,9 +578,45 @@ function stored(open, message) {
   if (!known || known.version < message.version) open.messages.set(message.seq, message);
   open.lastSeq = Math.max(open.lastSeq, message.seq);
   if (message.client_id) open.pending.delete(message.client_id);
+  inThread(open, message);
   if (state.open === open) {
     render();
+    renderThread();
     if (atBottom()) markRead();
+  }
+}
+
+/// A new state of a message already sent (an edit, a deletion, a thread's
+/// summary, reactions). One outside the loaded window stays out of it (an
+/// old thread root gains a reply): its page brings it when scrolled to.
+function updated(open, message) {
+  const known = open.messages.get(message.seq);
+  if (known && known.version >= message.version) return;
+  if (known || message.seq > open.lastSeq) open.messages.set(message.seq, message);
+  // The server does not send the replies again: their previews follow here.
+  const preview = replyPreview(message);
+  const replies = [...open.messages.values()];
+  if (open.thread) replies.push(...open.thread.messages.values());
+  for (const reply of replies) {
+    if (reply.reply_to && reply.reply_to.seq === message.seq) reply.reply_to = preview;
+  }
+  inThread(open, message);
+  if (state.open === open) {
+    render();
+    renderThread();
+    renderReplying();
+  }
+}
+
+/// The open thread keeps its root and the replies that arrive live.
+function inThread(open, message) {
+  const thread = open.thread;
+  if (!thread) return;
+  if (message.seq === thread.root) {
+    if (!thread.rootMessage || thread.rootMessage.version < message.version) thread.rootMessage = message;
+  } else if (message.thread_root === thread.root) {
+    const known = thread.messages.get(message.seq);
+    if (!known || known.version < message.version) thread.messages.set(message.seq, message);
   }
 }
 
@@ -346,7 +655,7 @@ function connect() {
     subscribe();
     if (state.open) {
       // What was sent while away and not acknowledged goes again (same client_id).
-      for (const [clientId, body] of state.open.pending) deliver(state.open, clientId, body);
+      for (const clientId of [...state.open.pending.keys()]) deliver(state.open, clientId);
     }
   });
   socket.addEventListener("message", (event) => receive(JSON.parse(event.data)));
@@ -368,8 +677,10 @@ function receive(frame) {
   const here = open && frame.conversation_id === open.id;
   switch (frame.type) {
     case "message":
-    case "message_updated":
       if (open && frame.message.conversation_id === open.id) stored(open, frame.message);
+      break;
+    case "message_updated":
+      if (open && frame.message.conversation_id === open.id) updated(open, frame.message);
       break;
     case "ack":
       if (open) acknowledged(open, frame.client_id, frame.message);
@@ -399,6 +710,7 @@ function receive(frame) {
       break;
     case "error":
       showError(new Error(frame.message));
+      if (open && frame.ref && REFUSED_REPLY.has(frame.code)) refused(open, frame.ref);
       break;
   }
 }

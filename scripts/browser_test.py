@@ -17,6 +17,7 @@ import urllib.request
 from selenium import webdriver
 from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
 from selenium.webdriver.common.by import By
 
 failures = []
@@ -108,6 +109,18 @@ def until(driver, what, condition, seconds=15):
     raise AssertionError(f"timed out waiting for {what}")
 
 
+def click(driver, selector, what, seconds=10):
+    """Clicks the element; the page replaces its rows as frames arrive, so the
+    one found may be gone by the click, and then the new one is clicked."""
+    def attempt():
+        try:
+            driver.find_element(By.CSS_SELECTOR, selector).click()
+            return True
+        except (NoSuchElementException, StaleElementReferenceException):
+            return False
+    until(driver, what, attempt, seconds)
+
+
 def sign_in(driver, url, user):
     driver.get(url + "/")
     driver.find_element(By.ID, "user").send_keys(user)
@@ -144,6 +157,38 @@ def geometry(driver):
     return driver.execute_script(GEOMETRY)
 
 
+def check_padding(driver, what):
+    g = geometry(driver)
+    expected = max(g["viewport"] - g["content"], 0)
+    check(abs(g["padding"] - expected) <= 1,
+          f"{what}: padding {g['padding']:.1f} px = max(viewport {g['viewport']} - content {g['content']}, 0) = {expected}")
+
+
+ROW = """
+const item = document.querySelector(arguments[0] + ' li[data-seq="' + arguments[1] + '"]');
+if (!item) return null;
+const quote = item.querySelector('.quote');
+const replies = item.querySelector('.replies');
+return {
+  text: item.querySelector('.text').textContent,
+  quote: quote ? [quote.querySelector('.sender').textContent, quote.querySelector('.excerpt').textContent] : null,
+  replies: replies ? replies.textContent : null,
+  reactions: [...item.querySelectorAll('.reaction')].map(c => [c.textContent, c.classList.contains('me')]),
+  mentions: [...item.querySelectorAll('.mention')].map(m => [m.textContent, m.classList.contains('me')]),
+};
+"""
+
+
+def row(driver, seq, where="#messages"):
+    """What the row of `seq` shows, read at once; None while it is not there."""
+    return driver.execute_script(ROW, where, seq)
+
+
+def reactions(driver, seq):
+    shown = row(driver, seq)
+    return shown["reactions"] if shown else None
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--url", required=True)
@@ -174,6 +219,7 @@ def run(url, server, screenshots):
     bob_api = API(url, "bob")
     short = alice.conversation("short", ["bob"], 3)
     long = alice.conversation("long", ["bob"], 120)
+    threads = alice.conversation("threads", ["bob"], 2)
 
     first = browser(900, 700)
     second = None
@@ -277,6 +323,85 @@ def run(url, server, screenshots):
         shown = first.execute_script("return [...document.querySelectorAll('#messages li')].map(i => Number(i.dataset.seq))")
         check(shown == list(range(1, len(shown) + 1)) and len(shown) == 7,
               f"restart: every message once, in order, seqs {shown}")
+
+        # Replies, threads, reactions and mentions, in a short conversation of
+        # their own: alice's window is `first`, bob's `second`.
+        open_conversation(first, threads, 2)
+        open_conversation(second, threads, 2)
+        click(second, '#messages li[data-seq="1"] .reply', "Reply on message 1 in bob's window")
+        until(second, "the reply bar", lambda: second.find_element(By.ID, "replying").is_displayed())
+        bar = second.find_element(By.ID, "replying").text
+        check("alice" in bar and "threads message 1" in bar, f"reply: bob's composer shows what it answers ({bar!r})")
+        check_padding(second, "reply: with the reply bar")
+        second.find_element(By.ID, "body").clear()  # the "t" of the typing check
+        second.find_element(By.ID, "body").send_keys("a reply from bob")
+        second.find_element(By.CSS_SELECTOR, "#compose button").click()
+        reply = until(first, "bob's reply in alice's window", lambda: (row(first, 3) or {}).get("text") == "a reply from bob" and row(first, 3))
+        check(reply["quote"] == ["alice", "threads message 1"],
+              f"reply: alice's window shows the reply under a quote of its parent ({reply['quote']!r})")
+        check(not second.find_element(By.ID, "replying").is_displayed(), "reply: bob's reply bar closes once sent")
+        for name, window in [("alice", first), ("bob", second)]:
+            until(window, f"'1 reply' in {name}'s window", lambda: (row(window, 1) or {}).get("replies") == "1 reply")
+            check(True, f"thread: the root shows \"1 reply\" live in {name}'s window")
+
+        # The thread opens in a panel, root first, and keeps its replies live.
+        click(first, '#messages li[data-seq="1"] .replies', "alice's \"1 reply\"")
+        until(first, "the thread panel", lambda: row(first, 3, "#thread-messages"))
+        check_padding(first, "thread: with the panel open")
+        click(second, '#messages li[data-seq="3"] .reply', "Reply on the reply in bob's window")
+        second.find_element(By.ID, "body").send_keys("another reply")
+        second.find_element(By.CSS_SELECTOR, "#compose button").click()
+        until(first, "the second reply in alice's thread panel", lambda: row(first, 4, "#thread-messages"))
+        shown = first.execute_script("return [...document.querySelectorAll('#thread-messages li[data-seq]')].map(i => Number(i.dataset.seq))")
+        check(shown == [1, 3, 4], f"thread: the panel shows the root, then the replies oldest first, one arrived live ({shown})")
+        until(second, "'2 replies' in bob's window", lambda: (row(second, 1) or {}).get("replies") == "2 replies")
+        check(row(first, 1, "#thread-messages")["replies"] == "2 replies", "thread: the panel's root counts 2 replies")
+        click(first, "#close-thread", "the thread's close button")
+        until(first, "the panel closed", lambda: not first.find_element(By.ID, "thread").is_displayed())
+
+        # Reactions: alice adds 🎉 from the picker, bob adds his by clicking
+        # the chip, alice takes hers back by clicking it.
+        click(first, '#messages li[data-seq="2"] .add-reaction', "+ on message 2 in alice's window")
+        click(first, '#messages li[data-seq="2"] .pick[data-emoji="🎉"]', "🎉 in the picker")
+        steps = [
+            ("alice reacts", None, [["🎉 1", True]], [["🎉 1", False]]),
+            ("bob clicks the chip", second, [["🎉 2", True]], [["🎉 2", True]]),
+            ("alice clicks it again", first, [["🎉 1", False]], [["🎉 1", True]]),
+        ]
+        for what, clicker, alice_sees, bob_sees in steps:
+            if clicker:
+                click(clicker, '#messages li[data-seq="2"] .reaction', f"the chip ({what})")
+            until(first, f"{alice_sees} in alice's window", lambda: reactions(first, 2) == alice_sees)
+            until(second, f"{bob_sees} in bob's window", lambda: reactions(second, 2) == bob_sees)
+            check(True, f"reactions: {what}: alice sees {alice_sees}, bob {bob_sees} (text, highlighted)")
+        check_padding(first, "reactions: a short conversation with a chip")
+        check_padding(second, "reactions: the same in bob's window")
+
+        # An edit and a deletion of a parent reach the quotes of its replies.
+        alice.call("PATCH", f"/v1/conversations/{threads}/messages/1", {"body": "threads message 1, edited"})
+        until(second, "the edited quote", lambda: (row(second, 3) or {}).get("quote") == ["alice", "threads message 1, edited"])
+        check(True, "reply: the edit of the parent shows in the reply's quote")
+        alice.call("DELETE", f"/v1/conversations/{threads}/messages/1")
+        for name, window in [("alice", first), ("bob", second)]:
+            until(window, f"the deleted quote in {name}'s window",
+                  lambda: (row(window, 3) or {}).get("quote") == ["alice", "deleted message"])
+            check(True, f"reply: the deleted parent shows as \"deleted message\" in {name}'s window")
+
+        # Mentions: bob's own is highlighted as his, the others as mentions;
+        # "a@bob" is no mention.
+        first.find_element(By.ID, "body").send_keys("@bob see @carol. mail a@bob")
+        first.find_element(By.CSS_SELECTOR, "#compose button").click()
+        mentioned = until(second, "alice's mention in bob's window", lambda: (row(second, 5) or {}).get("mentions"))
+        check(mentioned == [["@bob", True], ["@carol", False]],
+              f"mentions: bob's window highlights @bob as his and @carol as a mention ({mentioned})")
+        mentioned = until(first, "the mention in alice's window", lambda: (row(first, 5) or {}).get("mentions"))
+        check(mentioned == [["@bob", False], ["@carol", False]], f"mentions: alice's window, none of them hers ({mentioned})")
+        alice.call("POST", f"/v1/conversations/{long}/messages", {"body": "@bob ping"})
+        until(second, "the mention marker in bob's inbox",
+              lambda: second.find_elements(By.CSS_SELECTOR, f'#conversations li[data-id="{long}"] .mentions'))
+        check(True, "mentions: bob's inbox marks the conversation with an unread mention")
+        first.save_screenshot(f"{screenshots}/threads.png")
+        open_conversation(first, short, 7)
 
         # A member added from the page sees the conversation in their inbox.
         first.find_element(By.ID, "add-user").send_keys("carol")
