@@ -79,8 +79,10 @@ extension ScrollbackStore {
 /// one), and parsing it is small beside the search. The configuration is a
 /// parameter, not read from `search_settings` in the statement, so that the
 /// query is a constant when it is planned: the planner then estimates from
-/// the column's statistics how many messages have the words, and walks the
-/// caller's conversations for a common word instead of the whole index.
+/// the column's statistics how many messages have the words. The caller's
+/// conversations are one array, so the index is scanned once for the words
+/// and once for the conversations, and the two bitmaps are combined (a
+/// join would scan the whole word's entries again for each conversation).
 enum SearchStatement {
     static let sql = """
         WITH q AS (
@@ -94,10 +96,10 @@ enum SearchStatement {
                            '\(SnippetMarkup.headlineOptions)') AS snippet
         FROM q
         LEFT JOIN LATERAL (
-            SELECT m.* FROM members mb
-            JOIN messages m ON m.conversation_id = mb.conversation_id
-            WHERE mb.user_id = $2
-              AND ($3::uuid IS NULL OR mb.conversation_id = $3::uuid)
+            SELECT m.* FROM messages m
+            WHERE m.conversation_id = ANY (ARRAY(
+                      SELECT conversation_id FROM members
+                      WHERE user_id = $2 AND ($3::uuid IS NULL OR conversation_id = $3::uuid)))
               AND m.search_vector @@ q.query
               AND ($4::uuid IS NULL
                    OR (m.created_at, m.conversation_id, m.seq) < (
