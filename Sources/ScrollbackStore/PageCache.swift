@@ -252,6 +252,9 @@ final class PageCache: Sendable {
         let older: [Message]
         let newer: [Message]
         switch anchor {
+        case .newest where limit == messages.count || (complete && limit > messages.count):
+            // The page as read: the same rows and flags as assembling it again.
+            return page
         case .newest:
             guard limit <= messages.count || complete else { return nil }
             older = Array(messages.prefix(limit))

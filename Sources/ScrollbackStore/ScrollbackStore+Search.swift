@@ -79,10 +79,12 @@ extension ScrollbackStore {
 /// one), and parsing it is small beside the search. The configuration is a
 /// parameter, not read from `search_settings` in the statement, so that the
 /// query is a constant when it is planned: the planner then estimates from
-/// the column's statistics how many messages have the words. The caller's
-/// conversations are one array, so the index is scanned once for the words
-/// and once for the conversations, and the two bitmaps are combined (a
-/// join would scan the whole word's entries again for each conversation).
+/// the column's statistics how many messages have the words. Each of the
+/// caller's conversations gives its own newest `limit` hits, and the page is
+/// the newest of those: for a common word a conversation is walked newest
+/// first on `messages_by_time` and stops at `limit` hits, so a conversation
+/// of a million messages costs about what a small one does (one sorted read
+/// of every match in all the conversations took about a second there).
 enum SearchStatement {
     static let sql = """
         WITH q AS (
@@ -96,15 +98,19 @@ enum SearchStatement {
                            '\(SnippetMarkup.headlineOptions)') AS snippet
         FROM q
         LEFT JOIN LATERAL (
-            SELECT m.* FROM messages m
-            WHERE m.conversation_id = ANY (ARRAY(
-                      SELECT conversation_id FROM members
-                      WHERE user_id = $2 AND ($3::uuid IS NULL OR conversation_id = $3::uuid)))
-              AND m.search_vector @@ q.query
-              AND ($4::uuid IS NULL
-                   OR (m.created_at, m.conversation_id, m.seq) < (
-                       SELECT created_at, conversation_id, seq FROM messages
-                       WHERE conversation_id = $4::uuid AND seq = $5::int8))
+            SELECT m.* FROM members mb
+            CROSS JOIN LATERAL (
+                SELECT * FROM messages m
+                WHERE m.conversation_id = mb.conversation_id
+                  AND m.search_vector @@ q.query
+                  AND ($4::uuid IS NULL
+                       OR (m.created_at, m.conversation_id, m.seq) < (
+                           SELECT created_at, conversation_id, seq FROM messages
+                           WHERE conversation_id = $4::uuid AND seq = $5::int8))
+                ORDER BY m.created_at DESC, m.seq DESC
+                LIMIT $6
+            ) m
+            WHERE mb.user_id = $2 AND ($3::uuid IS NULL OR mb.conversation_id = $3::uuid)
             ORDER BY m.created_at DESC, m.conversation_id DESC, m.seq DESC
             LIMIT $6
         ) h ON numnode(q.query) > 0 AND querytree(q.query) <> 'T'
