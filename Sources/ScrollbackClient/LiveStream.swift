@@ -100,6 +100,8 @@ extension ScrollbackClient {
             } else {
                 input = .cancel
             }
+            // A gap fill after this frame asks for pages at least as new as it.
+            if case .received(let frame) = input { versions.saw(frame) }
             for step in live.handle(input) {
                 switch step {
                 case .connect:

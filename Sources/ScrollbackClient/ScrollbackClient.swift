@@ -379,7 +379,8 @@ extension String {
 }
 
 /// The highest `version` a client has seen per conversation (its writes,
-/// pages and changes), shared by the copies of a `ScrollbackClient`.
+/// pages, changes and live frames), shared by the copies of a
+/// `ScrollbackClient`.
 /// Bounded: when full it forgets everything (a page then only loses the
 /// guarantee against a cache lagging behind another instance's write).
 final class KnownVersions: Sendable {
@@ -388,6 +389,17 @@ final class KnownVersions: Sendable {
 
     func version(of id: UUID) -> Int64? {
         versions.withLockedValue { $0[id] }
+    }
+
+    /// A frame of the live stream that carries a conversation's version:
+    /// a page fetched to fill a gap up to it must be at least that new.
+    func saw(_ frame: ServerFrame) {
+        switch frame {
+        case .subscribed(let id, _, let version): saw(version, in: id)
+        case .message(let message), .messageUpdated(let message), .ack(_, let message, _):
+            saw(message.version, in: message.conversationId)
+        default: break
+        }
     }
 
     func saw(_ version: Int64, in id: UUID) {

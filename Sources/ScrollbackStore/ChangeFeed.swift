@@ -52,6 +52,14 @@ public enum FeedEvent: Sendable, Equatable {
         }
     }
 
+    /// The conversation a payload names, whatever its kind: a kind this
+    /// version does not know (from a newer instance during a rolling
+    /// deploy) may still change what the conversation's pages show.
+    static func conversation(in payload: String) -> UUID? {
+        let parts = payload.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
+        return parts.count >= 2 ? UUID(uuidString: String(parts[1])) : nil
+    }
+
     public var conversation: UUID {
         switch self {
         case .changed(let id, _, _), .read(let id, _, _), .memberRemoved(let id, _), .memberAdded(let id, _),

@@ -53,6 +53,8 @@ extension ScrollbackStore {
                                 if let event = FeedEvent(payload: notification.payload) {
                                     pageCache.handle(.event(event))
                                     await handle(.event(event))
+                                } else if let id = FeedEvent.conversation(in: notification.payload) {
+                                    pageCache.invalidate(id)
                                 }
                             }
                         }

@@ -230,6 +230,14 @@ final class PageCache: Sendable {
                 pending.memberChange <= ticket.clock
             else { return }
             let key = Key(conversation: conversation, user: user)
+            // Fills still running of this conversation started before this
+            // one ended: none of them may be kept below this version (an
+            // instance that has answered a version never answers an older one).
+            if var others = state.pending[conversation] {
+                others.maxVersion = max(others.maxVersion, page.version)
+                state.pending[conversation] = others
+            }
+            if let kept = state.entries[key], kept.page.version > page.version { return }
             let bytes = Self.bytes(of: page)
             guard bytes <= capacity else { return }
             Self.drop(key, from: &state)

@@ -34,12 +34,13 @@ import Testing
             var random = Xoshiro(seed: (seed, seed &* 31, seed &* 131, seed &* 1_031))
             let users: [UserID] = ["alice", "bob", "carol"]
             let id = try await cluster.conversation("alice", members: ["bob", "carol"])
-            var members: Set<UserID> = Set(users)
+            var members: [UserID] = users
             var stale = 0
             let stores = cluster.instances.map(\.store)
             for step in 0..<120 {
                 let store = stores[Int.random(in: 0..<2, using: &random)]
-                let actor = members.randomElement(using: &random) ?? "alice"
+                let actor = members.sorted().randomElement(using: &random) ?? "alice"
+                var membersChanged = false
                 let lastSeq = try await cluster.store.values(
                     Int64.self, "SELECT last_seq FROM conversations WHERE id = \(id)")[0]
                 let target = lastSeq > 0 ? Int64.random(in: 1...lastSeq, using: &random) : 1
@@ -62,11 +63,14 @@ import Testing
                         let user = users.filter { $0 != "alice" }.randomElement(using: &random)!
                         if members.contains(user) {
                             try await store.removeMember(user, from: id, by: "alice")
-                            members.remove(user)
+                            members.removeAll { $0 == user }
                         } else {
                             _ = try await store.addMember(user, to: id, by: "alice")
-                            members.insert(user)
+                            members.append(user)
                         }
+                        // Member changes take no version: another instance
+                        // learns of them from the notification only.
+                        membersChanged = true
                     case 8:
                         // Every listener of the schema is cut (both instances').
                         let name = cluster.store.listenerApplicationName
@@ -97,9 +101,16 @@ import Testing
                             Bool.random(using: &random) ? .newest : .after(max(0, lastSeq - Int64.random(in: 0...40, using: &random)))
                         let truth = try await Self.page(
                             instance, id, user, anchor, limit, minVersion: 0, fromDatabase: true)
-                        // With the version the client knows: at once.
-                        let known = try await Self.page(
+                        // With the version the client knows: at once (after a
+                        // member change, once the instance has its notification).
+                        var known = try await Self.page(
                             instance, id, user, anchor, limit, minVersion: version, fromDatabase: false)
+                        let deadline = ContinuousClock.now + .seconds(30)
+                        while membersChanged, known != truth, ContinuousClock.now < deadline {
+                            try await Task.sleep(for: .milliseconds(10))
+                            known = try await Self.page(
+                                instance, id, user, anchor, limit, minVersion: version, fromDatabase: false)
+                        }
                         #expect(known == truth, "step \(step), instance \(index), \(user), \(anchor), limit \(limit)")
                         // Without it: once this instance has the notifications.
                         var plain = try await Self.page(

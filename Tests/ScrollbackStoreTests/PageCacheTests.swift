@@ -64,6 +64,21 @@ import Testing
             #expect(cache.page(of: id, for: "alice", anchor: .newest, limit: 20, minVersion: 0) == nil, "case \(index)")
         }
 
+        // A fill that read an older version and ends after one that read a
+        // newer version is not kept: the instance never goes back in time.
+        cache = Self.listeningCache()
+        let older = try #require(cache.beginFill(of: id))
+        let newer = try #require(cache.beginFill(of: id))
+        cache.finishFill(newer, for: "alice", page: Self.page(version: 61, seqs: 12...61), limit: 50)
+        cache.finishFill(older, for: "alice", page: Self.page(version: 60, seqs: 11...60), limit: 50)
+        #expect(cache.page(of: id, for: "alice", anchor: .newest, limit: 1, minVersion: 0)?.version == 61)
+        let late = try #require(cache.beginFill(of: id))
+        let bob = try #require(cache.beginFill(of: id))
+        cache.finishFill(bob, for: "bob", page: Self.page(version: 62, seqs: 13...62), limit: 50)
+        cache.finishFill(late, for: "alice", page: Self.page(version: 61, seqs: 12...61), limit: 50)
+        #expect(cache.page(of: id, for: "alice", anchor: .newest, limit: 1, minVersion: 0)?.version == 61,
+                "the entry from before stays; the late read of 61 after 62 was proven is not kept again")
+
         // Another conversation's changes do not matter.
         cache = Self.listeningCache()
         ticket = try #require(cache.beginFill(of: id))
@@ -159,6 +174,23 @@ import Testing
         }
     }
 
+    /// A migrated store whose cache believes its listener is in place but
+    /// hears no notification at all: only the store's own writes can drop
+    /// its pages.
+    static func withDeafStore(_ body: (ScrollbackStore) async throws -> Void) async throws {
+        try await TestDatabase.withSchema { url, schema in
+            let options = StoreOptions(
+                maximumConnections: 6, statementTimeout: TestDatabase.patientTimeout,
+                lockTimeout: TestDatabase.patientTimeout, searchPath: schema)
+            let store = ScrollbackStore(url: url, options: options, logger: Self.logger)
+            try await TestDatabase.running(store) {
+                try await store.migrate()
+                store.pageCache.handle(.listening)
+                try await body(store)
+            }
+        }
+    }
+
     static func untilListening(_ store: ScrollbackStore, after epoch: UInt64 = 0) async throws {
         let deadline = ContinuousClock.now + .seconds(60)
         while !(store.pageCache.statistics.listening && store.pageCache.statistics.epoch > epoch) {
@@ -206,14 +238,32 @@ import Testing
             #expect(fresh.messages.first?.body == "behind")
 
             // A notification of the version the page has changes nothing; a newer one drops it.
+            // (Notifications are handled in order: once a later one for another
+            // conversation has dropped that one's page, the first was handled.)
             let idText = id.uuidString.lowercased()
+            let other = try await store.createConversation(creator: "alice", title: nil, members: ["bob"]).id
+            _ = try await store.send(to: other, from: "alice", body: "other", clientID: nil)
+            _ = try await store.page(of: other, for: "bob", anchor: .newest, limit: 20)
+            try await Self.changeBehindTheStore(store, other, 1, to: "other, behind")
             try await Self.changeBehindTheStore(store, id, 60, to: "behind again")
             try await Self.notify(store, "u:\(idText):60:\(first.version)")
-            try await Task.sleep(for: .milliseconds(200))
+            try await Self.notify(store, "u:\(other.uuidString.lowercased()):1:99")
+            #expect(try await Self.eventually {
+                try await store.page(of: other, for: "bob", anchor: .newest, limit: 20).messages.first?.body == "other, behind"
+            })
             #expect(try await store.page(of: id, for: "bob", anchor: .newest, limit: 20).messages.first?.body == "behind")
             try await Self.notify(store, "u:\(idText):60:\(first.version + 1)")
             #expect(try await Self.eventually {
                 try await store.page(of: id, for: "bob", anchor: .newest, limit: 20).messages.first?.body == "behind again"
+            })
+
+            // A kind of notification this version does not know drops it too.
+            _ = try await store.page(of: id, for: "bob", anchor: .newest, limit: 20)
+            try await Self.changeBehindTheStore(store, id, 60, to: "after an unknown notification")
+            try await Self.notify(store, "z:\(idText):something new")
+            #expect(try await Self.eventually {
+                try await store.page(of: id, for: "bob", anchor: .newest, limit: 20).messages.first?.body
+                    == "after an unknown notification"
             })
 
             // A member change drops it too.
@@ -227,13 +277,13 @@ import Testing
     }
 
     @Test func aWriteThroughTheStoreIsReadAtOnce() async throws {
-        try await Self.withListeningStore { store in
+        try await Self.withDeafStore { store in
             let id = try await store.createConversation(creator: "alice", title: nil, members: ["bob"]).id
             for n in 1...5 { _ = try await store.send(to: id, from: "alice", body: "m\(n)", clientID: nil) }
             for round in 1...20 {
                 _ = try await store.page(of: id, for: "bob", anchor: .newest, limit: 50)
                 _ = try await store.page(of: id, for: "alice", anchor: .newest, limit: 50)
-                // No waiting for the notification: the write itself dropped the pages.
+                // No notification reaches this store: the write itself dropped the pages.
                 switch round % 4 {
                 case 0: _ = try await store.send(to: id, from: "alice", body: "r\(round)", clientID: nil)
                 case 1: _ = try await store.edit(1, in: id, by: "alice", body: "e\(round)")
@@ -244,8 +294,10 @@ import Testing
                     let cached = try await store.page(of: id, for: user, anchor: .newest, limit: 50)
                     let read = try await store.readPage(of: id, for: user, anchor: .newest, limit: 50)
                     #expect(cached == read, "round \(round), \(user)")
+                    #expect(try await store.page(of: id, for: user, anchor: .newest, limit: 50) == read)
                 }
             }
+            #expect(store.pageCache.statistics.hits >= 40, "the pages after each write came from memory")
             // A removal: the removed member's page is not answered from memory.
             _ = try await store.page(of: id, for: "bob", anchor: .newest, limit: 50)
             try await store.removeMember("bob", from: id, by: "alice")
