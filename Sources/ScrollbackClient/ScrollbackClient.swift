@@ -164,16 +164,12 @@ public struct ScrollbackClient: Sendable {
     /// caller has already changes nothing. The message comes back with its
     /// reactions (`me` about the caller).
     public func react(_ emoji: String, to seq: Int64, in id: UUID) async throws(ScrollbackError) -> Message {
-        let envelope: MessageEnvelope = try await call(.PUT, Self.reactionPath(emoji, seq, id))
-        versions.saw(envelope.message.version, in: id)
-        return envelope.message
+        try await changeMessage(.PUT, Self.reactionPath(emoji, seq, id), in: id)
     }
 
     /// Removes the caller's `emoji` reaction from message `seq`, if any.
     public func unreact(_ emoji: String, from seq: Int64, in id: UUID) async throws(ScrollbackError) -> Message {
-        let envelope: MessageEnvelope = try await call(.DELETE, Self.reactionPath(emoji, seq, id))
-        versions.saw(envelope.message.version, in: id)
-        return envelope.message
+        try await changeMessage(.DELETE, Self.reactionPath(emoji, seq, id), in: id)
     }
 
     static func reactionPath(_ emoji: String, _ seq: Int64, _ id: UUID) -> String {
@@ -184,14 +180,20 @@ public struct ScrollbackClient: Sendable {
     }
 
     public func edit(_ seq: Int64, in id: UUID, body: String) async throws(ScrollbackError) -> Message {
-        let envelope: MessageEnvelope = try await call(
-            .PATCH, "/v1/conversations/\(id.wire)/messages/\(seq)", body: EditMessageRequest(body: body))
-        versions.saw(envelope.message.version, in: id)
-        return envelope.message
+        try await changeMessage(
+            .PATCH, "/v1/conversations/\(id.wire)/messages/\(seq)", in: id, body: EditMessageRequest(body: body))
     }
 
     public func delete(_ seq: Int64, in id: UUID) async throws(ScrollbackError) -> Message {
-        let envelope: MessageEnvelope = try await call(.DELETE, "/v1/conversations/\(id.wire)/messages/\(seq)")
+        try await changeMessage(.DELETE, "/v1/conversations/\(id.wire)/messages/\(seq)", in: id)
+    }
+
+    /// A call that changes a message of conversation `id` and answers it as
+    /// it is now; its version is remembered for the pages read after it.
+    private func changeMessage(
+        _ method: HTTPMethod, _ path: String, in id: UUID, body: (some Encodable & Sendable)? = Never?.none
+    ) async throws(ScrollbackError) -> Message {
+        let envelope: MessageEnvelope = try await call(method, path, body: body)
         versions.saw(envelope.message.version, in: id)
         return envelope.message
     }

@@ -58,14 +58,15 @@ final class PageCache: Sendable {
     private struct Pending {
         var fills = 0
         var maxVersion: Int64 = 0
-        var memberChange: UInt64 = 0
+        /// The clock of the last invalidation of the conversation.
+        var invalidatedAt: UInt64 = 0
     }
 
     private struct State {
         var listening = false
         /// Moves on every `.listening` and `.lost`: a ticket of another epoch is void.
         var epoch: UInt64 = 0
-        /// Moves on every fill, use and member change.
+        /// Moves on every fill, use and invalidation.
         var clock: UInt64 = 0
         var entries: [Key: Entry] = [:]
         var readers: [UUID: Set<UserID>] = [:]
@@ -163,7 +164,7 @@ final class PageCache: Sendable {
         update { state in
             state.clock &+= 1
             if var pending = state.pending[conversation] {
-                pending.memberChange = state.clock
+                pending.invalidatedAt = state.clock
                 state.pending[conversation] = pending
             }
             for user in state.readers[conversation] ?? [] {
@@ -227,7 +228,7 @@ final class PageCache: Sendable {
             pending.fills -= 1
             state.pending[conversation] = pending.fills > 0 ? pending : nil
             guard let page, state.listening, ticket.epoch == state.epoch, pending.maxVersion <= page.version,
-                pending.memberChange <= ticket.clock
+                pending.invalidatedAt <= ticket.clock
             else { return }
             let key = Key(conversation: conversation, user: user)
             // Fills still running of this conversation started before this
@@ -243,7 +244,7 @@ final class PageCache: Sendable {
             Self.drop(key, from: &state)
             state.clock &+= 1
             state.entries[key] = Entry(
-                page: page, complete: page.messages.count < limit, bytes: bytes, lastUsed: state.clock)
+                page: page, complete: Self.isComplete(page, readWith: limit), bytes: bytes, lastUsed: state.clock)
             state.readers[conversation, default: []].insert(user)
             state.bytes += bytes
             if state.bytes > capacity { Self.evict(from: &state, toAtMost: capacity - capacity / 8) }
@@ -251,6 +252,18 @@ final class PageCache: Sendable {
     }
 
     // MARK: Pieces
+
+    /// Whether a newest page read with `limit` holds the whole conversation
+    /// (the read asked for more than there are).
+    static func isComplete(_ page: MessagePage, readWith limit: Int) -> Bool {
+        page.messages.count < limit
+    }
+
+    /// The newest page of `limit` messages from a newest page `read` with
+    /// `fillLimit` >= `limit`: always held there.
+    static func newest(_ limit: Int, of read: MessagePage, readWith fillLimit: Int) -> MessagePage {
+        slice(read, complete: isComplete(read, readWith: fillLimit), anchor: .newest, limit: limit) ?? read
+    }
 
     /// The page a read of `anchor` and `limit` would return, made from a
     /// newest page `page` (newest first), or nil when `page` does not hold

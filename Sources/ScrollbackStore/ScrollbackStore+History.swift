@@ -21,18 +21,12 @@ extension ScrollbackStore {
             return try await readPage(of: id, for: user, anchor: anchor, limit: limit)
         }
         let fillLimit = max(limit, pageCache.fillLimit)
-        let read: MessagePage
-        do {
-            read = try await readPage(of: id, for: user, anchor: .newest, limit: fillLimit)
-        } catch {
-            pageCache.finishFill(ticket, for: user, page: nil, limit: fillLimit)
-            throw error
-        }
-        pageCache.finishFill(ticket, for: user, page: read, limit: fillLimit)
-        if let page = PageCache.slice(read, complete: read.messages.count < fillLimit, anchor: .newest, limit: limit) {
-            return page
-        }
-        return try await readPage(of: id, for: user, anchor: anchor, limit: limit)  // not reached: limit <= fillLimit
+        // Kept unless the read failed or something voided the ticket meanwhile.
+        var read: MessagePage?
+        defer { pageCache.finishFill(ticket, for: user, page: read, limit: fillLimit) }
+        let page = try await readPage(of: id, for: user, anchor: .newest, limit: fillLimit)
+        read = page
+        return PageCache.newest(limit, of: page, readWith: fillLimit)
     }
 
     /// A page read from the database.

@@ -26,6 +26,21 @@ import Testing
         }
     }
 
+    /// `read()`, read again for up to 30 s while `polling` and it differs
+    /// from `truth`, and whether the first read differed.
+    static func settled(
+        toward truth: MessagePage?, polling: Bool, _ read: () async throws -> MessagePage?
+    ) async throws -> (page: MessagePage?, wasBehind: Bool) {
+        var page = try await read()
+        let wasBehind = page != truth
+        let deadline = ContinuousClock.now + .seconds(30)
+        while polling, page != truth, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+            page = try await read()
+        }
+        return (page, wasBehind)
+    }
+
     @Test(arguments: [UInt64(1), 2])
     func newestPagesOfTwoInstancesAreTheDatabases(seed: UInt64) async throws {
         var logger = Logger(label: "scrollback.tests.page-cache")
@@ -103,27 +118,15 @@ import Testing
                             instance, id, user, anchor, limit, minVersion: 0, fromDatabase: true)
                         // With the version the client knows: at once (after a
                         // member change, once the instance has its notification).
-                        var known = try await Self.page(
-                            instance, id, user, anchor, limit, minVersion: version, fromDatabase: false)
-                        let deadline = ContinuousClock.now + .seconds(30)
-                        while membersChanged, known != truth, ContinuousClock.now < deadline {
-                            try await Task.sleep(for: .milliseconds(10))
-                            known = try await Self.page(
-                                instance, id, user, anchor, limit, minVersion: version, fromDatabase: false)
-                        }
+                        let known = try await Self.settled(toward: truth, polling: membersChanged) {
+                            try await Self.page(instance, id, user, anchor, limit, minVersion: version, fromDatabase: false)
+                        }.page
                         #expect(known == truth, "step \(step), instance \(index), \(user), \(anchor), limit \(limit)")
                         // Without it: once this instance has the notifications.
-                        var plain = try await Self.page(
-                            instance, id, user, anchor, limit, minVersion: 0, fromDatabase: false)
-                        if plain != truth {
-                            stale += 1
-                            let deadline = ContinuousClock.now + .seconds(30)
-                            while plain != truth, ContinuousClock.now < deadline {
-                                try await Task.sleep(for: .milliseconds(10))
-                                plain = try await Self.page(
-                                    instance, id, user, anchor, limit, minVersion: 0, fromDatabase: false)
-                            }
+                        let (plain, wasBehind) = try await Self.settled(toward: truth, polling: true) {
+                            try await Self.page(instance, id, user, anchor, limit, minVersion: 0, fromDatabase: false)
                         }
+                        if wasBehind { stale += 1 }
                         #expect(plain == truth, "step \(step), instance \(index), \(user), \(anchor), limit \(limit)")
                     }
                 }

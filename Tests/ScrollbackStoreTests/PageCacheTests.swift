@@ -153,8 +153,9 @@ import Testing
         return logger
     }()
 
-    /// A migrated store whose change-feed listener runs (as live delivery runs it).
-    static func withListeningStore(
+    /// A migrated store with its page cache of `pageCacheBytes`, running
+    /// while `body` runs.
+    static func withStore(
         pageCacheBytes: Int = StoreOptions.defaultPageCacheBytes, _ body: (ScrollbackStore) async throws -> Void
     ) async throws {
         try await TestDatabase.withSchema { url, schema in
@@ -164,30 +165,31 @@ import Testing
             let store = ScrollbackStore(url: url, options: options, logger: Self.logger)
             try await TestDatabase.running(store) {
                 try await store.migrate()
-                try await withThrowingTaskGroup(of: Void.self) { group in
-                    group.addTask { await store.listenToFeed(probeInterval: .seconds(1)) { _ in } }
-                    try await untilListening(store)
-                    try await body(store)
-                    group.cancelAll()
-                }
+                try await body(store)
             }
         }
     }
 
-    /// A migrated store whose cache believes its listener is in place but
-    /// hears no notification at all: only the store's own writes can drop
-    /// its pages.
-    static func withDeafStore(_ body: (ScrollbackStore) async throws -> Void) async throws {
-        try await TestDatabase.withSchema { url, schema in
-            let options = StoreOptions(
-                maximumConnections: 6, statementTimeout: TestDatabase.patientTimeout,
-                lockTimeout: TestDatabase.patientTimeout, searchPath: schema)
-            let store = ScrollbackStore(url: url, options: options, logger: Self.logger)
-            try await TestDatabase.running(store) {
-                try await store.migrate()
-                store.pageCache.handle(.listening)
+    /// A store whose change-feed listener runs (as live delivery runs it).
+    static func withListeningStore(
+        pageCacheBytes: Int = StoreOptions.defaultPageCacheBytes, _ body: (ScrollbackStore) async throws -> Void
+    ) async throws {
+        try await withStore(pageCacheBytes: pageCacheBytes) { store in
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { await store.listenToFeed(probeInterval: .seconds(1)) { _ in } }
+                try await untilListening(store)
                 try await body(store)
+                group.cancelAll()
             }
+        }
+    }
+
+    /// A store whose cache believes its listener is in place but hears no
+    /// notification at all: only the store's own writes can drop its pages.
+    static func withDeafStore(_ body: (ScrollbackStore) async throws -> Void) async throws {
+        try await withStore { store in
+            store.pageCache.handle(.listening)
+            try await body(store)
         }
     }
 
