@@ -216,7 +216,8 @@ let package = Package(
         .testTarget(
             name: "ScrollbackStoreTests",
             dependencies: [
-                "ScrollbackStore", "ScrollbackTestSupport", .product(name: "PropertyBased", package: "swift-property-based"),
+                "ScrollbackStore", "ScrollbackTestSupport", "ScrollbackEmbeddedPostgres",
+                .product(name: "PropertyBased", package: "swift-property-based"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
             ]

@@ -95,6 +95,13 @@ public struct ScrollbackConfiguration: Sendable {
         if let text = value("SCROLLBACK_PAGE_CACHE_BYTES") {
             store.pageCacheBytes = try Self.integer(text, "SCROLLBACK_PAGE_CACHE_BYTES", in: Self.pageCacheBytesRange)
         }
+        if let text = value("SCROLLBACK_SEND_GROUP_SIZE") {
+            store.sendGroupSize = try Self.integer(text, "SCROLLBACK_SEND_GROUP_SIZE", in: Self.sendGroupSizeRange)
+        }
+        if let text = value("SCROLLBACK_SEND_GROUP_WAIT_MS") {
+            store.sendGroupWait = .milliseconds(
+                try Self.integer(text, "SCROLLBACK_SEND_GROUP_WAIT_MS", in: Self.sendGroupWaitRange))
+        }
         if let text = value("SCROLLBACK_JWT_SECRET") {
             guard text.utf8.count >= TokenAuthority.minimumSecretBytes else { throw Failure(TokenAuthority.WeakSecret().description) }
             jwtSecret = text
@@ -170,6 +177,10 @@ public struct ScrollbackConfiguration: Sendable {
     static let responseBytesRange = 64 * 1024...64 * 1024 * 1024
     /// `SCROLLBACK_PAGE_CACHE_BYTES`: 0 (off) to 64 GiB.
     static let pageCacheBytesRange = 0...64 << 30
+    /// `SCROLLBACK_SEND_GROUP_SIZE`: 0 or 1 (off) to the largest group.
+    static let sendGroupSizeRange = 0...StoreOptions.maximumSendGroupSize
+    /// `SCROLLBACK_SEND_GROUP_WAIT_MS`: 0 to 1 s.
+    static let sendGroupWaitRange = 0...1_000
 
     static func integer(_ text: String, _ name: String, in range: ClosedRange<Int>) throws -> Int {
         guard let number = Int(text), range.contains(number) else {

@@ -52,6 +52,26 @@ public enum FeedEvent: Sendable, Equatable {
         }
     }
 
+    /// The events of a payload: one, or one per conversation of a group of
+    /// sends (`g:` then `id:last_seq:version` for each, `sql/008_send_groups.sql`);
+    /// empty for a payload this version does not know.
+    public static func events(in payload: String) -> [FeedEvent] {
+        guard payload.hasPrefix("g:") else { return FeedEvent(payload: payload).map { [$0] } ?? [] }
+        let fields = payload.split(separator: ":", omittingEmptySubsequences: false).dropFirst()
+        guard !fields.isEmpty, fields.count % 3 == 0 else { return [] }
+        var events: [FeedEvent] = []
+        events.reserveCapacity(fields.count / 3)
+        var index = fields.startIndex
+        while index < fields.endIndex {
+            guard let conversation = UUID(uuidString: String(fields[index])), let seq = Int64(fields[index + 1]),
+                let version = Int64(fields[index + 2])
+            else { return [] }
+            events.append(.changed(conversation: conversation, seq: seq, version: version))
+            index += 3
+        }
+        return events
+    }
+
     /// The conversation a payload names, whatever its kind: a kind this
     /// version does not know (from a newer instance during a rolling
     /// deploy) may still change what the conversation's pages show.

@@ -50,10 +50,12 @@ extension ScrollbackStore {
                     try await withThrowingTaskGroup(of: Void.self) { group in
                         group.addTask {
                             for try await notification in notifications {
-                                if let event = FeedEvent(payload: notification.payload) {
+                                let events = FeedEvent.events(in: notification.payload)
+                                for event in events {
                                     pageCache.handle(.event(event))
                                     await handle(.event(event))
-                                } else if let id = FeedEvent.conversation(in: notification.payload) {
+                                }
+                                if events.isEmpty, let id = FeedEvent.conversation(in: notification.payload) {
                                     pageCache.invalidate(id)
                                 }
                             }

@@ -15,6 +15,18 @@ public enum SendOutcome: Sendable, Equatable {
     }
 }
 
+extension SendOutcome {
+    /// A send's answer from what its statement found: the message it stored,
+    /// or the earlier one with its `client_id` (`sameBody`: sent with the
+    /// same body).
+    static func answer(_ message: Message, created: Bool, sameBody: Bool) throws -> SendOutcome {
+        if created { return .created(message) }
+        // A deleted message is the retry's outcome too: resending must not bring it back.
+        guard sameBody || message.deleted else { throw StoreError.idempotencyConflict }
+        return .replayed(message)
+    }
+}
+
 extension ScrollbackStore {
     /// Appends a message, or returns the one sent earlier with the same
     /// `client_id`.
@@ -31,13 +43,24 @@ extension ScrollbackStore {
     /// thread, and the thread's root takes the version after the reply's,
     /// with its summary (`reply_count`, `last_reply_at`, participants)
     /// updated in the same statement.
+    ///
+    /// Unless grouping is off, a send that is not a reply is committed with
+    /// the sends that arrive with it (`SendGroups`), keeping all of the above.
     public func send(
         to id: UUID, from sender: UserID, body: String, clientID: String?, replyTo: Int64? = nil
     ) async throws -> SendOutcome {
         // A write drops the conversation's cached pages before it answers or throws (PageCache).
         defer { pageCache.invalidate(id) }
+        let send = SendGroups.Send(conversation: id, sender: sender, body: body, clientID: clientID)
+        if replyTo == nil, let sendGroups { return try await sendGroups.send(send, store: self) }
+        return try await sendAlone(send, replyTo: replyTo)
+    }
+
+    /// A send by its own statement (see `send(to:from:body:clientID:replyTo:)`).
+    func sendAlone(_ send: SendGroups.Send, replyTo: Int64? = nil) async throws -> SendOutcome {
         for _ in 0..<Self.retryAttempts {
-            let statement = SendStatement(conversation: id, sender: sender, body: body, clientID: clientID)
+            let statement = SendStatement(
+                conversation: send.conversation, sender: send.sender, body: send.body, clientID: send.clientID)
             let row =
                 if let replyTo {
                     try await rows(ReplyStatement(send: statement, replyTo: replyTo), writes: true, as: .send).first
@@ -53,10 +76,7 @@ extension ScrollbackStore {
                 // statement's snapshot: the next statement sees it.
                 continue
             }
-            if row.created { return .created(message) }
-            // A deleted message is the retry's outcome too: resending must not bring it back.
-            guard row.sameBody || message.deleted else { throw StoreError.idempotencyConflict }
-            return .replayed(message)
+            return try .answer(message, created: row.created, sameBody: row.sameBody)
         }
         throw StoreError.unavailable
     }

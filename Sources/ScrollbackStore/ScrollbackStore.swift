@@ -26,6 +26,8 @@ public struct ScrollbackStore: Service {
     let searchConfigurationCache = NIOLockedValueBox<String?>(nil)
     /// Newest pages kept while the change feed proves them current.
     let pageCache: PageCache
+    /// Sends committed together; nil when grouping is off.
+    let sendGroups: SendGroups?
 
     /// `metrics` receives the pool's gauges, each operation's latency and
     /// the timeouts (see the README's metrics); by default they go nowhere.
@@ -39,6 +41,8 @@ public struct ScrollbackStore: Service {
         self.options = options
         self.metrics = StoreMetrics(factory: metrics, poolSize: options.maximumConnections)
         self.pageCache = PageCache(capacity: max(options.pageCacheBytes, 0), factory: metrics)
+        self.sendGroups =
+            options.sendGroupSize > 1 ? SendGroups(size: options.sendGroupSize, wait: options.sendGroupWait) : nil
     }
 
     /// Runs the connection pool until the task is cancelled or the service

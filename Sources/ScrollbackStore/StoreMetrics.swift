@@ -18,6 +18,7 @@ public enum StatementName: String, CaseIterable, Sendable {
     case seqAtTime = "seq_at_time"
     case changes
     case send
+    case sendGroup = "send_group"
     case changeMessage = "change_message"
     case diagnoseChange = "diagnose_change"
     case react
@@ -56,6 +57,8 @@ struct StoreMetrics: Sendable {
     private let leased: Meter
     private let idle: Meter
     private let waiting: Meter
+    private let groups: Counter
+    private let groupedSends: Counter
 
     init(factory: any MetricsFactory, poolSize: Int) {
         durations = Dictionary(
@@ -74,6 +77,8 @@ struct StoreMetrics: Sendable {
                     Counter(label: "scrollback_db_timeouts_total", dimensions: [("kind", kind.rawValue)], factory: factory)
                 )
             })
+        groups = Counter(label: "scrollback_send_groups_total", factory: factory)
+        groupedSends = Counter(label: "scrollback_send_group_sends_total", factory: factory)
         leased = Meter(label: "scrollback_db_pool_leased_connections", factory: factory)
         idle = Meter(label: "scrollback_db_pool_idle_connections", factory: factory)
         waiting = Meter(label: "scrollback_db_pool_waiting_requests", factory: factory)
@@ -84,6 +89,12 @@ struct StoreMetrics: Sendable {
 
     func ran(_ statement: StatementName, for duration: Duration) {
         durations[statement]?.record(duration: duration)
+    }
+
+    /// A group of `count` sends went to the database (see `SendGroups`).
+    func grouped(_ count: Int) {
+        groups.increment()
+        groupedSends.increment(by: count)
     }
 
     func timedOut(_ kind: TimeoutKind) {

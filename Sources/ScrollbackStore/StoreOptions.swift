@@ -22,13 +22,29 @@ public struct StoreOptions: Sendable, Equatable {
     /// turns it off.
     public var pageCacheBytes: Int
 
+    /// The most sends committed together (see ``SendGroups``); 0 or 1
+    /// turns grouping off (each send is its own statement).
+    public var sendGroupSize: Int
+    /// How long sends wait for the commit in flight before they start a
+    /// group beside it.
+    public var sendGroupWait: Duration
+
     /// `SCROLLBACK_PAGE_CACHE_BYTES`'s default: 64 MiB.
     public static let defaultPageCacheBytes = 64 << 20
+    /// `SCROLLBACK_SEND_GROUP_SIZE`'s default.
+    public static let defaultSendGroupSize = 64
+    /// `SCROLLBACK_SEND_GROUP_WAIT_MS`'s default.
+    public static let defaultSendGroupWait = Duration.milliseconds(1)
+    /// The largest group: its notification names each conversation it
+    /// changed (about 80 bytes at most each) within PostgreSQL's 8,000.
+    public static let maximumSendGroupSize = 96
 
     public init(
         maximumConnections: Int = 20, statementTimeout: Duration = .seconds(5), lockTimeout: Duration = .seconds(2),
         searchPath: String? = nil, maxResponseBytes: Int = APILimits.maxResponseBytes,
-        pageCacheBytes: Int = StoreOptions.defaultPageCacheBytes
+        pageCacheBytes: Int = StoreOptions.defaultPageCacheBytes,
+        sendGroupSize: Int = StoreOptions.defaultSendGroupSize,
+        sendGroupWait: Duration = StoreOptions.defaultSendGroupWait
     ) {
         self.maximumConnections = maximumConnections
         self.statementTimeout = statementTimeout
@@ -36,6 +52,8 @@ public struct StoreOptions: Sendable, Equatable {
         self.searchPath = searchPath
         self.maxResponseBytes = maxResponseBytes
         self.pageCacheBytes = pageCacheBytes
+        self.sendGroupSize = min(sendGroupSize, Self.maximumSendGroupSize)
+        self.sendGroupWait = sendGroupWait
     }
 
     /// How long a request waits for the database at most, lease included:

@@ -48,6 +48,8 @@ struct Serve: AsyncParsableCommand {
                 "max_body_bytes": "\(configuration.connections.maxBodyBytes)",
                 "max_response_bytes": "\(configuration.store.maxResponseBytes)",
                 "page_cache_bytes": "\(configuration.store.pageCacheBytes)",
+                "send_group_size": "\(configuration.store.sendGroupSize)",
+                "send_group_wait": "\(configuration.store.sendGroupWait)",
                 "rate_limits": "\(RateLimitedAction.allCases.map { "\($0.rawValue) \(configuration.rateLimits[$0])" }.joined(separator: ", "))",
             ])
         let database = try Startup.database(configuration, logger: logger)

@@ -53,15 +53,18 @@ import Testing
         #expect(defaults.connections.maxBodyBytes == 65_536)
         #expect(defaults.store.maxResponseBytes == 1_048_576)
         #expect(defaults.store.pageCacheBytes == 64 * 1_048_576)
+        #expect(defaults.store.sendGroupSize == 64)
+        #expect(defaults.store.sendGroupWait == .milliseconds(1))
 
         let set = try ScrollbackConfiguration(environment: [
             "SCROLLBACK_RATE_LIMITS": "off", "SCROLLBACK_LIMIT_SEND": "5/2.5", "SCROLLBACK_MAX_CONNECTIONS": "100",
             "SCROLLBACK_MAX_SOCKETS": "50", "SCROLLBACK_HEADER_TIMEOUT": "3", "SCROLLBACK_BODY_TIMEOUT": "4",
             "SCROLLBACK_MIN_RECEIVE_RATE": "10", "SCROLLBACK_IDLE_TIMEOUT": "0.5",
             "SCROLLBACK_MAX_BODY_BYTES": "1048576", "SCROLLBACK_MAX_RESPONSE_BYTES": "65536",
-            "SCROLLBACK_PAGE_CACHE_BYTES": "0",
+            "SCROLLBACK_PAGE_CACHE_BYTES": "0", "SCROLLBACK_SEND_GROUP_SIZE": "1", "SCROLLBACK_SEND_GROUP_WAIT_MS": "0",
         ])
         #expect(set.store.pageCacheBytes == 0)
+        #expect(set.store.sendGroupSize == 1 && set.store.sendGroupWait == .zero)
         #expect(set.connections.maxBodyBytes == 1_048_576)
         #expect(set.store.maxResponseBytes == 65_536)
         #expect(set.rateLimits.send == RateLimit(burst: 5, per: .milliseconds(2500)))
@@ -101,6 +104,8 @@ import Testing
         ("SCROLLBACK_MAX_BODY_BYTES", "64k", "SCROLLBACK_MAX_BODY_BYTES must be a whole number from 16384 to 67108864 (got 64k)."),
         ("SCROLLBACK_MAX_RESPONSE_BYTES", "0", "SCROLLBACK_MAX_RESPONSE_BYTES must be a whole number from 65536 to 67108864 (got 0)."),
         ("SCROLLBACK_PAGE_CACHE_BYTES", "-1", "SCROLLBACK_PAGE_CACHE_BYTES must be a whole number from 0 to 68719476736 (got -1)."),
+        ("SCROLLBACK_SEND_GROUP_SIZE", "97", "SCROLLBACK_SEND_GROUP_SIZE must be a whole number from 0 to 96 (got 97)."),
+        ("SCROLLBACK_SEND_GROUP_WAIT_MS", "0.5", "SCROLLBACK_SEND_GROUP_WAIT_MS must be a whole number from 0 to 1000 (got 0.5)."),
         ("DATABASE_URL", "mysql://x", "DATABASE_URL must look like postgres://user:password@host:5432/database"),
     ])
     func aBadValueIsAStartupErrorNamingTheVariable(_ name: String, _ value: String, _ message: String) {

@@ -1,0 +1,256 @@
+import Foundation
+import NIOConcurrencyHelpers
+import PostgresNIO
+import ScrollbackModels
+
+/// Sends committed in groups: the sends that arrive while a commit is in
+/// flight are stored together, by one statement in one transaction with one
+/// notification (`send_group`, `sql/008_send_groups.sql`), instead of one
+/// statement, one commit and one notification each.
+///
+/// A send goes at once when no group is in flight. Otherwise it waits for
+/// the commit in flight, and goes with every send that arrived meanwhile, up
+/// to `size` sends, when that commit ends, when `size` sends wait, or when
+/// the oldest has waited `wait`: a commit that takes long (a stalled
+/// database, a lock held elsewhere) does not hold the next sends for longer
+/// than that, they start a group of their own beside it.
+///
+/// Every guarantee of a send alone holds for each send of a group: dense
+/// seqs per conversation, idempotency by `client_id` (the original message
+/// returned, a different body refused), membership checked under the
+/// conversation's lock, an answer only after the commit. What concerns one
+/// send (not a member, a body conflict) fails that send only; should the
+/// database refuse the group as a whole for something in one send, every
+/// send of it is stored again on its own. Only what fails the commit itself
+/// (the database unavailable, a connection lost) fails every send of the
+/// group, as it would have failed each of them alone.
+///
+/// Two sends with the same `client_id` never share a group: the second
+/// goes in a later one, and finds the first. A group of one is the plain
+/// send statement.
+final class SendGroups: Sendable {
+    /// One send, as `ScrollbackStore.send` takes it (a reply is stored alone).
+    struct Send: Sendable, Equatable {
+        var conversation: UUID
+        var sender: UserID
+        var body: String
+        var clientID: String?
+    }
+
+    /// At most this many sends in one group.
+    let size: Int
+    /// How long the oldest waiting send waits for the commit in flight
+    /// before it starts a group beside it.
+    let wait: Duration
+    private let state = NIOLockedValueBox(State())
+
+    init(size: Int, wait: Duration) {
+        self.size = size
+        self.wait = wait
+    }
+
+    private struct Waiting {
+        var send: Send
+        var arrived: ContinuousClock.Instant
+        var continuation: CheckedContinuation<SendOutcome, any Error>
+    }
+
+    private struct State {
+        var waiting: [Waiting] = []
+        var inFlight = 0
+        var timerArmed = false
+    }
+
+    /// What to start after a change of state: groups to store, and a timer
+    /// that fires when the oldest waiting send has waited long enough.
+    private struct Start {
+        var groups: [[Waiting]] = []
+        var timer: Duration?
+    }
+
+    /// Sends waiting for a group to start.
+    var waitingCount: Int { state.withLockedValue { $0.waiting.count } }
+
+    /// Stores `send` with the group it joins; answers once that group's
+    /// commit is known.
+    func send(_ send: Send, store: ScrollbackStore) async throws -> SendOutcome {
+        try await withCheckedThrowingContinuation { continuation in
+            let now = ContinuousClock.now
+            let start = state.withLockedValue { state in
+                state.waiting.append(Waiting(send: send, arrived: now, continuation: continuation))
+                return due(&state, now: now)
+            }
+            launch(start, store: store)
+        }
+    }
+
+    /// Takes the groups that may start now, and arms the timer for the rest.
+    private func due(_ state: inout State, now: ContinuousClock.Instant) -> Start {
+        var start = Start()
+        while let first = state.waiting.first,
+            state.inFlight == 0 || state.waiting.count >= size || now - first.arrived >= wait
+        {
+            start.groups.append(take(&state))
+            state.inFlight += 1
+        }
+        if let first = state.waiting.first, !state.timerArmed {
+            state.timerArmed = true
+            start.timer = max(wait - (now - first.arrived), .zero)
+        }
+        return start
+    }
+
+    /// The oldest waiting sends, at most `size`, never two with the same
+    /// `client_id` of one sender in one conversation (the second waits for
+    /// the next group, where it finds the first).
+    private func take(_ state: inout State) -> [Waiting] {
+        var group: [Waiting] = []
+        var rest: [Waiting] = []
+        var keys = Set<Key>()
+        for waiting in state.waiting {
+            guard group.count < size else {
+                rest.append(waiting)
+                continue
+            }
+            if let key = Key(waiting.send) {
+                guard keys.insert(key).inserted else {
+                    rest.append(waiting)
+                    continue
+                }
+            }
+            group.append(waiting)
+        }
+        state.waiting = rest
+        return group
+    }
+
+    private struct Key: Hashable {
+        var conversation: UUID
+        var sender: UserID
+        var clientID: String
+
+        init?(_ send: Send) {
+            guard let clientID = send.clientID else { return nil }
+            self.conversation = send.conversation
+            self.sender = send.sender
+            self.clientID = clientID
+        }
+    }
+
+    private func launch(_ start: Start, store: ScrollbackStore) {
+        for group in start.groups {
+            Task { await self.run(group, store: store) }
+        }
+        if let delay = start.timer {
+            Task {
+                try? await Task.sleep(for: delay)
+                let start = self.state.withLockedValue { state in
+                    state.timerArmed = false
+                    return self.due(&state, now: .now)
+                }
+                self.launch(start, store: store)
+            }
+        }
+    }
+
+    private func run(_ group: [Waiting], store: ScrollbackStore) async {
+        let outcomes = await store.storeGroup(group.map(\.send))
+        for (waiting, outcome) in zip(group, outcomes) { waiting.continuation.resume(with: outcome) }
+        let start = state.withLockedValue { state in
+            state.inFlight -= 1
+            return due(&state, now: .now)
+        }
+        launch(start, store: store)
+    }
+}
+
+extension ScrollbackStore {
+    /// How many sends wait for a group to start (always 0 with grouping off).
+    public var sendsWaitingForAGroup: Int { sendGroups?.waitingCount ?? 0 }
+
+    /// Stores the sends of one group: one result per send, in order.
+    func storeGroup(_ sends: [SendGroups.Send]) async -> [Result<SendOutcome, any Error>] {
+        metrics.grouped(sends.count)
+        if sends.count == 1, let send = sends.first {
+            return [await Self.outcome { try await sendAlone(send) }]
+        }
+        do {
+            let rows = try await rows(SendGroupStatement(sends: sends), writes: true, as: .sendGroup)
+            var outcomes = [Result<SendOutcome, any Error>](repeating: .failure(MalformedRow()), count: sends.count)
+            for row in rows { outcomes[row.position] = Result { try row.outcome() } }
+            return outcomes
+        } catch let error as PSQLError where error.code == .server {
+            // PostgreSQL refused the group as a whole (and rolled it back)
+            // for something in one send: each on its own, so that only that
+            // one fails.
+            logger.warning("a group of sends was refused, storing them one by one", metadata: ["error": "\(error)"])
+            var outcomes: [Result<SendOutcome, any Error>] = []
+            for send in sends { outcomes.append(await Self.outcome { try await sendAlone(send) }) }
+            return outcomes
+        } catch {
+            // The commit itself failed or is unknown: so is every send of it.
+            return Array(repeating: .failure(error), count: sends.count)
+        }
+    }
+
+    private static func outcome(_ body: () async throws -> SendOutcome) async -> Result<SendOutcome, any Error> {
+        do {
+            return .success(try await body())
+        } catch {
+            return .failure(error)
+        }
+    }
+}
+
+/// The sends of a group, stored by `send_group` (one transaction: the
+/// conversations locked in id order, then every send checked and stored
+/// with a snapshot taken after the locks, then one notification), each
+/// answered with its message as a send alone returns it.
+struct SendGroupStatement: PostgresPreparedStatement {
+    static let name = "scrollback_send_group_v1"
+    /// A `client_id` of `''` is none: arrays of the driver cannot hold
+    /// NULL, and a `client_id` is never empty.
+    static let sql = """
+        SELECT g.send_position, g.is_member, g.created, g.same_body,
+               \(MessageRow.positional("m", conversation: "m.conversation_id", readers: "ARRAY[m.sender]"))
+        FROM send_group($1, $2, $3, array_replace($4, '', NULL)) g
+        LEFT JOIN LATERAL (SELECT (g.message).*) m ON true
+        """
+    static let bindingDataTypes: [PostgresDataType] = [.uuidArray, .textArray, .textArray, .textArray]
+
+    var sends: [SendGroups.Send]
+
+    struct Row: Sendable {
+        /// The send's index in the group.
+        var position: Int
+        var isMember: Bool
+        var created: Bool
+        var sameBody: Bool
+        var message: Message?
+
+        /// What a send alone would have answered.
+        func outcome() throws -> SendOutcome {
+            guard isMember else { throw StoreError.conversationNotFound }
+            guard let message else { throw MalformedRow() }
+            return try .answer(message, created: created, sameBody: sameBody)
+        }
+    }
+
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 4)
+        bindings.append(sends.map(\.conversation))
+        bindings.append(sends.map(\.sender.rawValue))
+        bindings.append(sends.map(\.body))
+        bindings.append(sends.map { $0.clientID ?? "" })
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> Row {
+        var reader = RowReader(row)
+        let position = Int(try reader.required(Int64.self)) - 1
+        guard sends.indices.contains(position) else { throw MalformedRow() }
+        return Row(
+            position: position, isMember: try reader.required(Bool.self), created: try reader.required(Bool.self),
+            sameBody: try reader.required(Bool.self), message: try reader.message(in: sends[position].conversation))
+    }
+}

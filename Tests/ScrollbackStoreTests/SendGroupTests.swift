@@ -1,0 +1,264 @@
+import Foundation
+import Logging
+import MetricsTestKit
+import NIOConcurrencyHelpers
+import PostgresNIO
+import ScrollbackModels
+import ScrollbackStore
+import ScrollbackTestSupport
+import Testing
+
+/// Sends committed in groups keep every rule of a send alone, each send
+/// answered for itself: dense seqs in array order, idempotency by
+/// `client_id`, membership, one notification per group.
+@Suite struct SendGroupTests {
+    /// A store on a fresh schema whose sends wait `wait` for the commit in
+    /// flight (long, so that a test decides what forms a group).
+    static func withStore<T: Sendable>(
+        _ metrics: TestMetrics, groupSize: Int = StoreOptions.defaultSendGroupSize, wait: Duration = .seconds(30),
+        _ body: (ScrollbackStore) async throws -> T
+    ) async throws -> T {
+        try await TestDatabase.withSchema { url, schema in
+            var logger = Logger(label: "scrollback.tests.send-groups")
+            logger.logLevel = .critical
+            let options = StoreOptions(
+                maximumConnections: 8, statementTimeout: TestDatabase.patientTimeout,
+                lockTimeout: TestDatabase.patientTimeout, searchPath: schema, sendGroupSize: groupSize,
+                sendGroupWait: wait)
+            let store = ScrollbackStore(url: url, options: options, metrics: metrics, logger: logger)
+            return try await TestDatabase.running(store) {
+                try await store.migrate()
+                return try await body(store)
+            }
+        }
+    }
+
+    static func groups(_ metrics: TestMetrics) -> (groups: Int64, sends: Int64) {
+        (
+            metrics.counterTotal(label: "scrollback_send_groups_total", dimensions: []),
+            metrics.counterTotal(label: "scrollback_send_group_sends_total", dimensions: [])
+        )
+    }
+
+    /// Polls until `count` sends wait for a group.
+    static func waitUntilWaiting(_ count: Int, in store: ScrollbackStore) async throws {
+        for _ in 0..<2_000 where store.sendsWaitingForAGroup < count {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        try #require(store.sendsWaitingForAGroup == count)
+    }
+
+    /// Every raw payload on the feed's channel while `body` runs.
+    static func payloads(
+        on store: ScrollbackStore, _ body: () async throws -> Void
+    ) async throws -> [String] {
+        let received = NIOLockedValueBox<[String]>([])
+        try await TestDatabase.otherConnection(to: store) { listener in
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                let listening = NIOLockedValueBox(false)
+                group.addTask {
+                    try await listener.listen(on: FeedEvent.channel) { notifications in
+                        listening.withLockedValue { $0 = true }
+                        for try await notification in notifications {
+                            received.withLockedValue { $0.append(notification.payload) }
+                        }
+                    }
+                }
+                while !listening.withLockedValue({ $0 }) { try await Task.sleep(for: .milliseconds(5)) }
+                try await body()
+                // Notifications of a commit arrive after its answer: the
+                // marker is notified after every write above committed.
+                _ = try await listener.query("SELECT pg_notify(\(FeedEvent.channel), 'marker')", logger: .init(label: "test"))
+                for _ in 0..<1_000 where !received.withLockedValue({ $0.contains("marker") }) {
+                    try await Task.sleep(for: .milliseconds(5))
+                }
+                group.cancelAll()
+            }
+        }
+        return received.withLockedValue { $0 }.filter { $0 != "marker" }
+    }
+
+    /// The sends that wait behind a commit held back by a lock go together
+    /// when it ends: each gets what it would alone (stored in order, a
+    /// replay, a conflict, not a member, no such conversation), a repeated
+    /// `client_id` goes in the next group and finds the first, seqs stay
+    /// dense, and each group notifies once.
+    @Test func sendsWaitingBehindACommitGoTogetherAndEachGetsItsOwnAnswer() async throws {
+        let metrics = TestMetrics()
+        try await Self.withStore(metrics) { store in
+            let one = try await store.createConversation(creator: "alice", title: nil, members: ["bob"]).id
+            let two = try await store.createConversation(creator: "alice", title: nil, members: []).id
+            let earlier = try await store.send(to: one, from: "alice", body: "hello", clientID: "k1")
+            #expect(earlier == .created(try #require(earlier.message)) && earlier.message.seq == 1)
+            let before = Self.groups(metrics)
+
+            typealias Attempt = (conversation: UUID, sender: UserID, body: String, clientID: String?)
+            let attempts: [Attempt] = [
+                (one, "alice", "a", "x1"),
+                (one, "bob", "b @alice", nil),
+                (two, "alice", "c", "x2"),
+                (one, "carol", "not a member", nil),
+                (one, "alice", "hello", "k1"),
+                (UUID(), "alice", "nowhere", nil),
+                (one, "alice", "a", "x1"),
+                (one, "alice", "changed", "k1"),
+                (two, "alice", "d", nil),
+            ]
+            var results: [Result<SendOutcome, StoreError>] = []
+            // The channel is the database's: other tests' schemas notify on it too.
+            let ours = [one, two].map { $0.uuidString.lowercased() }
+            let payloads = try await Self.payloads(on: store) {
+                results = try await StoreMetricsTests.holdingRow(of: one, in: store) { holder in
+                    // The first send holds the only group in flight, waiting for the lock.
+                    let first = Task { await Self.attempt { try await store.send(to: one, from: "bob", body: "first", clientID: nil) } }
+                    try await FailureSemanticsTests.waitUntilBlocked(holder)
+                    return try await withThrowingTaskGroup(of: (Int, Result<SendOutcome, StoreError>).self) { group in
+                        for (index, attempt) in attempts.enumerated() {
+                            group.addTask {
+                                let result = await Self.attempt {
+                                    try await store.send(
+                                        to: attempt.conversation, from: attempt.sender, body: attempt.body,
+                                        clientID: attempt.clientID)
+                                }
+                                return (index, result)
+                            }
+                            // One at a time: the group holds them in this order.
+                            try await Self.waitUntilWaiting(index + 1, in: store)
+                        }
+                        try await holder.query("ROLLBACK", logger: .init(label: "test"))
+                        try await holder.query("BEGIN", logger: .init(label: "test"))
+                        var results = [Result<SendOutcome, StoreError>?](repeating: nil, count: attempts.count)
+                        for try await (index, result) in group { results[index] = result }
+                        let firstResult = await first.value
+                        #expect(try firstResult.get().message.seq == 2)
+                        return results.map { $0! }
+                    }
+                }
+            }
+
+            // The group: stored in array order after the first send.
+            let x1 = try results[0].get()
+            #expect(x1 == .created(x1.message) && x1.message.seq == 3 && x1.message.clientId == "x1")
+            let bob = try results[1].get()
+            #expect(bob == .created(bob.message) && bob.message.seq == 4 && bob.message.sender == "bob")
+            let x2 = try results[2].get()
+            #expect(x2 == .created(x2.message) && x2.message.seq == 1 && x2.message.conversationId == two)
+            #expect(results[3] == .failure(.conversationNotFound))
+            #expect(try results[4].get() == .replayed(earlier.message))
+            #expect(results[5] == .failure(.conversationNotFound))
+            let d = try results[8].get()
+            #expect(d == .created(d.message) && d.message.seq == 2 && d.message.conversationId == two)
+            // The next group: the repeated client_ids found what the first stored.
+            #expect(try results[6].get() == .replayed(x1.message))
+            #expect(results[7] == .failure(.idempotencyConflict))
+
+            // Seqs and versions dense, the conversations' counters at the last.
+            for (id, count) in [(one, 4), (two, 2)] {
+                let seqs = try await store.values(
+                    Int64.self, "SELECT seq FROM messages WHERE conversation_id = \(id) ORDER BY seq")
+                #expect(seqs == Array(1...Int64(count)))
+                let versions = try await store.values(
+                    Int64.self, "SELECT version FROM messages WHERE conversation_id = \(id) ORDER BY seq")
+                #expect(versions == Array(1...Int64(count)))
+                let counters = try await store.values(
+                    String.self, "SELECT last_seq || ':' || version FROM conversations WHERE id = \(id)")
+                #expect(counters == ["\(count):\(count)"])
+            }
+            // The mention in a grouped send is recorded.
+            #expect(try await store.values(String.self, "SELECT user_id FROM mentions WHERE conversation_id = \(one)") == ["alice"])
+
+            // Three commits: the first send alone, the group, the repeats.
+            let after = Self.groups(metrics)
+            #expect(after.groups - before.groups == 3)
+            #expect(after.sends - before.sends == Int64(1 + attempts.count))
+            // One notification for the first send, one for the group naming
+            // both conversations at their last seq and version; the group of
+            // repeats stored nothing and notified nothing.
+            let ourPayloads = payloads.filter { payload in ours.contains { payload.contains($0) } }
+            #expect(ourPayloads.count == 2, "\(ourPayloads)")
+            #expect(ourPayloads.first == "m:\(ours[0]):2:2")
+            let group = try #require(ourPayloads.last)
+            let events = FeedEvent.events(in: group)
+            #expect(group.hasPrefix("g:") && events.count == 2)
+            #expect(events.contains(.changed(conversation: one, seq: 4, version: 4)))
+            #expect(events.contains(.changed(conversation: two, seq: 2, version: 2)))
+        }
+    }
+
+    /// A group PostgreSQL refuses as a whole (a body it cannot store) is
+    /// stored one send at a time: only the bad send fails.
+    @Test func aGroupRefusedForOneSendFailsOnlyThatSend() async throws {
+        let metrics = TestMetrics()
+        try await Self.withStore(metrics) { store in
+            let id = try await store.createConversation(creator: "alice", title: nil, members: []).id
+            let bodies = ["fine", "nul \u{0} byte", "also fine"]
+            let results = try await StoreMetricsTests.holdingRow(of: id, in: store) { holder in
+                let first = Task { await Self.attempt { try await store.send(to: id, from: "alice", body: "first", clientID: nil) } }
+                try await FailureSemanticsTests.waitUntilBlocked(holder)
+                return try await withThrowingTaskGroup(of: (Int, Bool).self) { group in
+                    for (index, body) in bodies.enumerated() {
+                        group.addTask {
+                            let stored = try? await store.send(to: id, from: "alice", body: body, clientID: "n\(index)")
+                            return (index, stored != nil)
+                        }
+                        try await Self.waitUntilWaiting(index + 1, in: store)
+                    }
+                    try await holder.query("ROLLBACK", logger: .init(label: "test"))
+                    try await holder.query("BEGIN", logger: .init(label: "test"))
+                    _ = try await first.value.get()
+                    var stored = [Bool](repeating: false, count: bodies.count)
+                    for try await (index, ok) in group { stored[index] = ok }
+                    return stored
+                }
+            }
+            #expect(results == [true, false, true])
+            let stored = try await store.values(
+                String.self, "SELECT body FROM messages WHERE conversation_id = \(id) ORDER BY seq")
+            #expect(stored == ["first", "fine", "also fine"])
+        }
+    }
+
+    /// With grouping off, concurrent sends are each their own statement
+    /// and nothing is counted as a group.
+    @Test(arguments: [0, 1])
+    func groupingCanBeTurnedOff(size: Int) async throws {
+        let metrics = TestMetrics()
+        try await Self.withStore(metrics, groupSize: size) { store in
+            let id = try await store.createConversation(creator: "alice", title: nil, members: []).id
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for n in 0..<20 {
+                    group.addTask { _ = try await store.send(to: id, from: "alice", body: "m\(n)", clientID: "c\(n)") }
+                }
+                try await group.waitForAll()
+            }
+            #expect(Self.groups(metrics) == (0, 0))
+            let seqs = try await store.values(Int64.self, "SELECT seq FROM messages WHERE conversation_id = \(id) ORDER BY seq")
+            #expect(seqs == Array(1...20))
+        }
+    }
+
+    /// A notification of a group names every conversation it changed; one
+    /// this version cannot read gives no event.
+    @Test func groupPayloadsParse() {
+        let a = UUID()
+        let b = UUID()
+        #expect(FeedEvent.events(in: "g:\(a):3:7:\(b):1:1") == [
+            .changed(conversation: a, seq: 3, version: 7), .changed(conversation: b, seq: 1, version: 1),
+        ])
+        #expect(FeedEvent.events(in: "m:\(a):3:7") == [.changed(conversation: a, seq: 3, version: 7)])
+        for bad in ["g:", "g:\(a):3", "g:\(a):3:7:\(b)", "g:nope:1:1", "g:\(a):x:1", "q:\(a):1:1"] {
+            #expect(FeedEvent.events(in: bad).isEmpty, "\(bad)")
+        }
+    }
+
+    static func attempt(_ body: () async throws -> SendOutcome) async -> Result<SendOutcome, StoreError> {
+        do {
+            return .success(try await body())
+        } catch let error as StoreError {
+            return .failure(error)
+        } catch {
+            Issue.record("not a store error: \(error)")
+            return .failure(.unavailable)
+        }
+    }
+}
