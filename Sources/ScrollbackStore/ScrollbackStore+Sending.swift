@@ -52,7 +52,8 @@ extension ScrollbackStore {
         // A write drops the conversation's cached pages before it answers or throws (PageCache).
         defer { pageCache.invalidate(id) }
         let send = SendGroups.Send(conversation: id, sender: sender, body: body, clientID: clientID)
-        if replyTo == nil, let sendGroups { return try await sendGroups.send(send, store: self) }
+        // (A group stands for "no client_id" with an empty one, which the API never accepts.)
+        if replyTo == nil, clientID != "", let sendGroups { return try await sendGroups.send(send, store: self) }
         return try await sendAlone(send, replyTo: replyTo)
     }
 

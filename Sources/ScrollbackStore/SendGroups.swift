@@ -45,7 +45,7 @@ final class SendGroups: Sendable {
     private let state = NIOLockedValueBox(State())
 
     init(size: Int, wait: Duration) {
-        self.size = size
+        self.size = min(size, StoreOptions.maximumSendGroupSize)
         self.wait = wait
     }
 
@@ -170,27 +170,56 @@ extension ScrollbackStore {
 
     /// Stores the sends of one group: one result per send, in order.
     func storeGroup(_ sends: [SendGroups.Send]) async -> [Result<SendOutcome, any Error>] {
-        metrics.grouped(sends.count)
         if sends.count == 1, let send = sends.first {
-            return [await Self.outcome { try await sendAlone(send) }]
+            let outcome = await Self.outcome { try await sendAlone(send) }
+            if Self.answeredByTheDatabase(outcome) { metrics.grouped(1) }
+            return [outcome]
         }
         do {
-            let rows = try await rows(SendGroupStatement(sends: sends), writes: true, as: .sendGroup)
+            let statement = SendGroupStatement(sends: sends)
+            let rows = try await withConnection(writes: true, as: .sendGroup) { [logger, metrics] connection in
+                do {
+                    var rows: [SendGroupStatement.Row] = []
+                    for try await row in try await connection.execute(statement, logger: logger) { rows.append(row) }
+                    return rows
+                } catch let error as PSQLError where SendGroupRefused.refuses(error) {
+                    if error.sqlState == "55P03" { metrics.timedOut(.lockTimeout) }
+                    if error.sqlState == "57014" { metrics.timedOut(.statementTimeout) }
+                    throw SendGroupRefused(error: error)
+                }
+            }
+            metrics.grouped(sends.count)
             var outcomes = [Result<SendOutcome, any Error>](repeating: .failure(MalformedRow()), count: sends.count)
             for row in rows { outcomes[row.position] = Result { try row.outcome() } }
             return outcomes
-        } catch let error as PSQLError where error.code == .server {
-            // PostgreSQL refused the group as a whole (and rolled it back)
-            // for something in one send: each on its own, so that only that
-            // one fails.
-            logger.warning("a group of sends was refused, storing them one by one", metadata: ["error": "\(error)"])
-            var outcomes: [Result<SendOutcome, any Error>] = []
-            for send in sends { outcomes.append(await Self.outcome { try await sendAlone(send) }) }
-            return outcomes
+        } catch let refused as SendGroupRefused {
+            // Rolled back as a whole, for something in one send or in one
+            // conversation (a body PostgreSQL cannot store, a row another
+            // client held past `lock_timeout`): each send again on its own,
+            // side by side, so that only what concerns that one fails it.
+            metrics.fellBack()
+            logger.warning(
+                "a group of sends was refused, storing them one by one", metadata: ["error": "\(refused.error)"])
+            return await withTaskGroup(of: (Int, Result<SendOutcome, any Error>).self) { group in
+                for (index, send) in sends.enumerated() {
+                    group.addTask { (index, await Self.outcome { try await sendAlone(send) }) }
+                }
+                var outcomes = [Result<SendOutcome, any Error>](repeating: .failure(MalformedRow()), count: sends.count)
+                for await (index, outcome) in group { outcomes[index] = outcome }
+                return outcomes
+            }
         } catch {
-            // The commit itself failed or is unknown: so is every send of it.
+            // The database was unavailable, or the commit's outcome is
+            // unknown: so is every send of the group, as each alone.
             return Array(repeating: .failure(error), count: sends.count)
         }
+    }
+
+    /// Whether the database gave this send its answer (as opposed to being
+    /// unavailable or losing the commit's outcome).
+    private static func answeredByTheDatabase(_ outcome: Result<SendOutcome, any Error>) -> Bool {
+        guard case .failure(let error) = outcome else { return true }
+        return error as? StoreError != .unavailable && error as? StoreError != .outcomeUnknown
     }
 
     private static func outcome(_ body: () async throws -> SendOutcome) async -> Result<SendOutcome, any Error> {
@@ -199,6 +228,20 @@ extension ScrollbackStore {
         } catch {
             return .failure(error)
         }
+    }
+}
+
+/// PostgreSQL refused a group as a whole and rolled it back, for something
+/// its sends would not all meet alone: an error about the data, or a lock
+/// or statement timeout. Not when it is unreachable, shutting down, out of
+/// resources, read-only, or in a conflict it asks to retry.
+struct SendGroupRefused: Error {
+    var error: PSQLError
+
+    static func refuses(_ error: PSQLError) -> Bool {
+        guard error.code == .server, let state = error.sqlState else { return false }
+        if ["40001", "40P01", "25006"].contains(state) { return false }
+        return !(state.hasPrefix("08") || state.hasPrefix("53") || state.hasPrefix("57P"))
     }
 }
 

@@ -59,6 +59,7 @@ struct StoreMetrics: Sendable {
     private let waiting: Meter
     private let groups: Counter
     private let groupedSends: Counter
+    private let groupFallbacks: Counter
 
     init(factory: any MetricsFactory, poolSize: Int) {
         durations = Dictionary(
@@ -79,6 +80,7 @@ struct StoreMetrics: Sendable {
             })
         groups = Counter(label: "scrollback_send_groups_total", factory: factory)
         groupedSends = Counter(label: "scrollback_send_group_sends_total", factory: factory)
+        groupFallbacks = Counter(label: "scrollback_send_group_fallbacks_total", factory: factory)
         leased = Meter(label: "scrollback_db_pool_leased_connections", factory: factory)
         idle = Meter(label: "scrollback_db_pool_idle_connections", factory: factory)
         waiting = Meter(label: "scrollback_db_pool_waiting_requests", factory: factory)
@@ -91,10 +93,15 @@ struct StoreMetrics: Sendable {
         durations[statement]?.record(duration: duration)
     }
 
-    /// A group of `count` sends went to the database (see `SendGroups`).
+    /// The database answered a group of `count` sends (see `SendGroups`).
     func grouped(_ count: Int) {
         groups.increment()
         groupedSends.increment(by: count)
+    }
+
+    /// A group was refused as a whole and its sends stored one by one.
+    func fellBack() {
+        groupFallbacks.increment()
     }
 
     func timedOut(_ kind: TimeoutKind) {

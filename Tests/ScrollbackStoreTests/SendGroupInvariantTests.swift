@@ -98,6 +98,8 @@ import Testing
             let groups = metrics.counterTotal(label: "scrollback_send_groups_total", dimensions: [])
             let grouped = metrics.counterTotal(label: "scrollback_send_group_sends_total", dimensions: [])
             #expect(groups > 0 && Double(grouped) / Double(groups) > 2, "groups \(groups), sends \(grouped)")
+            // Every group was stored by one statement: none fell back to sends alone.
+            #expect(metrics.counterTotal(label: "scrollback_send_group_fallbacks_total", dimensions: []) == 0)
 
             for (id, _, senders) in conversations {
                 try await Self.check(id, senders: senders, store: store, ledger: final)
@@ -225,6 +227,7 @@ import Testing
                 killed.withLockedValue { $0 = pid }
                 return
             }
+            try await Task.sleep(for: .milliseconds(5))
         }
     }
 

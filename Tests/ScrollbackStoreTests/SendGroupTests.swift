@@ -40,6 +40,11 @@ import Testing
         )
     }
 
+    /// Groups refused as a whole and stored one by one.
+    static func fallbacks(_ metrics: TestMetrics) -> Int64 {
+        metrics.counterTotal(label: "scrollback_send_group_fallbacks_total", dimensions: [])
+    }
+
     /// Polls until `count` sends wait for a group.
     static func waitUntilWaiting(_ count: Int, in store: ScrollbackStore) async throws {
         for _ in 0..<2_000 where store.sendsWaitingForAGroup < count {
@@ -169,6 +174,7 @@ import Testing
 
             // Three commits: the first send alone, the group, the repeats.
             let after = Self.groups(metrics)
+            #expect(Self.fallbacks(metrics) == 0)
             #expect(after.groups - before.groups == 3)
             #expect(after.sends - before.sends == Int64(1 + attempts.count))
             // One notification for the first send, one for the group naming
@@ -212,9 +218,55 @@ import Testing
                 }
             }
             #expect(results == [true, false, true])
+            // The group was refused once, and its sends went one by one.
+            #expect(Self.fallbacks(metrics) == 1)
             let stored = try await store.values(
                 String.self, "SELECT body FROM messages WHERE conversation_id = \(id) ORDER BY seq")
             #expect(stored == ["first", "fine", "also fine"])
+        }
+    }
+
+    /// A group that waits for a conversation's lock while a member's
+    /// removal holds it reads membership after the removal commits: the
+    /// removed member's send is refused, the others are stored.
+    @Test func aGroupThatWaitedForARemovalSeesIt() async throws {
+        let metrics = TestMetrics()
+        try await Self.withStore(metrics) { store in
+            let id = try await store.createConversation(creator: "alice", title: nil, members: ["bob"]).id
+            let other = try await store.createConversation(creator: "alice", title: nil, members: []).id
+            let results = try await StoreMetricsTests.holdingRow(of: other, in: store) { first in
+                // A send to the other conversation holds the only group in flight.
+                let alone = Task { await Self.attempt { try await store.send(to: other, from: "alice", body: "0", clientID: nil) } }
+                try await FailureSemanticsTests.waitUntilBlocked(first)
+                return try await withThrowingTaskGroup(of: (Int, Result<SendOutcome, StoreError>).self) { group in
+                    for (index, sender) in ["bob", "alice"].enumerated() {
+                        group.addTask {
+                            (index, await Self.attempt { try await store.send(to: id, from: UserID(rawValue: sender), body: "hi", clientID: nil) })
+                        }
+                        try await Self.waitUntilWaiting(index + 1, in: store)
+                    }
+                    // bob's removal, as removeMember makes it, not yet committed.
+                    return try await TestDatabase.otherConnection(to: store) { removal in
+                        try await removal.query("BEGIN", logger: .init(label: "test"))
+                        try await removal.query("SELECT id FROM conversations WHERE id = \(id) FOR UPDATE", logger: .init(label: "test"))
+                        try await removal.query(
+                            "DELETE FROM members WHERE conversation_id = \(id) AND user_id = 'bob'", logger: .init(label: "test"))
+                        // The group starts and waits for the removal's lock.
+                        try await first.query("ROLLBACK", logger: .init(label: "test"))
+                        try await first.query("BEGIN", logger: .init(label: "test"))
+                        #expect(try await alone.value.get().message.seq == 1)
+                        try await FailureSemanticsTests.waitUntilBlocked(removal)
+                        try await removal.query("COMMIT", logger: .init(label: "test"))
+                        var results = [Result<SendOutcome, StoreError>?](repeating: nil, count: 2)
+                        for try await (index, result) in group { results[index] = result }
+                        return results.map { $0! }
+                    }
+                }
+            }
+            #expect(results[0] == .failure(.conversationNotFound))
+            #expect(try results[1].get().message.seq == 1)
+            #expect(try await store.values(String.self, "SELECT sender FROM messages WHERE conversation_id = \(id)") == ["alice"])
+            #expect(Self.groups(metrics).groups == 2 && Self.fallbacks(metrics) == 0)
         }
     }
 
