@@ -26,6 +26,30 @@ extension ScrollbackStore {
         }
     }
 
+    /// Runs one prepared statement between `BEGIN` and `COMMIT` and returns
+    /// every row, once `COMMIT` has answered.
+    ///
+    /// A statement's own completion is not proof of its commit: PostgreSQL
+    /// commits an implicit transaction after the statement's completion is
+    /// written, and a backend ended in between (its server crashing) sends
+    /// what it had written, completion included, before it goes. `COMMIT`
+    /// answers only once the commit is durable; if the connection dies
+    /// first, the outcome is unknown, as it is.
+    func committedRows<Statement: PostgresPreparedStatement>(
+        _ statement: Statement, as name: StatementName,
+        refusing refuse: @escaping @Sendable (PSQLError) -> (any Error)? = { _ in nil }
+    ) async throws -> [Statement.Row] where Statement.Row: Sendable {
+        try await withTransaction(as: name) { [logger] connection in
+            do {
+                var rows: [Statement.Row] = []
+                for try await row in try await connection.execute(statement, logger: logger) { rows.append(row) }
+                return rows
+            } catch let error as PSQLError {
+                throw refuse(error) ?? error
+            }
+        }
+    }
+
     /// Runs `body` on a pooled connection, returned to the pool when `body`
     /// ends whatever happened in it, under the store's deadline, with driver
     /// and pool errors turned into `StoreError`s.

@@ -176,17 +176,12 @@ extension ScrollbackStore {
             return [outcome]
         }
         do {
-            let statement = SendGroupStatement(sends: sends)
-            let rows = try await withConnection(writes: true, as: .sendGroup) { [logger, metrics] connection in
-                do {
-                    var rows: [SendGroupStatement.Row] = []
-                    for try await row in try await connection.execute(statement, logger: logger) { rows.append(row) }
-                    return rows
-                } catch let error as PSQLError where SendGroupRefused.refuses(error) {
-                    if error.sqlState == "55P03" { metrics.timedOut(.lockTimeout) }
-                    if error.sqlState == "57014" { metrics.timedOut(.statementTimeout) }
-                    throw SendGroupRefused(error: error)
-                }
+            let rows = try await committedRows(SendGroupStatement(sends: sends), as: .sendGroup) {
+                [metrics] error in
+                guard SendGroupRefused.refuses(error) else { return nil }
+                if error.sqlState == "55P03" { metrics.timedOut(.lockTimeout) }
+                if error.sqlState == "57014" { metrics.timedOut(.statementTimeout) }
+                return SendGroupRefused(error: error)
             }
             metrics.grouped(sends.count)
             var outcomes = [Result<SendOutcome, any Error>](repeating: .failure(MalformedRow()), count: sends.count)
