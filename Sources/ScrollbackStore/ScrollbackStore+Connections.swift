@@ -48,7 +48,12 @@ extension ScrollbackStore {
             } catch let error as PSQLError {
                 throw refuse(error) ?? error
             }
-            _ = try await connection.query("SELECT 1", logger: logger).collect()
+            do {
+                _ = try await connection.query("SELECT 1", logger: logger).collect()
+            } catch {
+                // Whatever ended it, the commit may have happened or not.
+                throw StoreError.outcomeUnknown
+            }
             return rows
         }
     }
