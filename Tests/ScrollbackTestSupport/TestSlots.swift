@@ -27,42 +27,57 @@ public enum TestSlots {
 
     /// Runs `body` holding a slot.
     public static func withSlot<T: Sendable>(_ body: () async throws -> T) async throws -> T {
+        try await withSlots(1, body)
+    }
+
+    /// Runs `body` holding every slot: for a test that loads the machine so
+    /// much (hundreds of clients, a database crash) that another test's
+    /// deadlines would not hold beside it.
+    public static func alone<T: Sendable>(_ body: () async throws -> T) async throws -> T {
+        try await withSlots(width, body)
+    }
+
+    private static func withSlots<T: Sendable>(_ weight: Int, _ body: () async throws -> T) async throws -> T {
         if held { return try await body() }
-        await gate.enter()
+        await gate.enter(weight: weight)
         do {
             let result = try await $held.withValue(true) { try await body() }
-            await gate.leave()
+            await gate.leave(weight: weight)
             return result
         } catch {
-            await gate.leave()
+            await gate.leave(weight: weight)
             throw error
         }
     }
 }
 
-/// A counting semaphore whose waiters enter in the order they came.
+/// A counting semaphore whose waiters enter in the order they came, each
+/// taking one place or (`weight`) several.
 actor SlotGate {
     private let width: Int
     private var inside = 0
-    private var waiting: [CheckedContinuation<Void, Never>] = []
+    private var waiting: [(weight: Int, continuation: CheckedContinuation<Void, Never>)] = []
 
     init(width: Int) {
         self.width = width
     }
 
-    func enter() async {
-        if inside < width {
-            inside += 1
+    func enter(weight: Int = 1) async {
+        let weight = min(weight, width)
+        if waiting.isEmpty && inside + weight <= width {
+            inside += weight
             return
         }
-        await withCheckedContinuation { waiting.append($0) }
+        await withCheckedContinuation { waiting.append((weight, $0)) }
     }
 
-    func leave() {
-        if waiting.isEmpty {
-            inside -= 1
-        } else {
-            waiting.removeFirst().resume()  // the place passes to the first waiter
+    func leave(weight: Int = 1) {
+        inside -= min(weight, width)
+        // Admit waiters in order while the first fits.
+        while let first = waiting.first, inside + first.weight <= width {
+            waiting.removeFirst()
+            inside += first.weight
+            first.continuation.resume()
         }
     }
 }
