@@ -18,19 +18,8 @@ import Testing
         _ metrics: TestMetrics, groupSize: Int = StoreOptions.defaultSendGroupSize, wait: Duration = .seconds(30),
         _ body: (ScrollbackStore) async throws -> T
     ) async throws -> T {
-        try await TestDatabase.withSchema { url, schema in
-            var logger = Logger(label: "scrollback.tests.send-groups")
-            logger.logLevel = .critical
-            let options = StoreOptions(
-                maximumConnections: 8, statementTimeout: TestDatabase.patientTimeout,
-                lockTimeout: TestDatabase.patientTimeout, searchPath: schema, sendGroupSize: groupSize,
-                sendGroupWait: wait)
-            let store = ScrollbackStore(url: url, options: options, metrics: metrics, logger: logger)
-            return try await TestDatabase.running(store) {
-                try await store.migrate()
-                return try await body(store)
-            }
-        }
+        try await StoreMetricsTests.withStore(
+            metrics, maximumConnections: 8, sendGroupSize: groupSize, sendGroupWait: wait, body)
     }
 
     static func groups(_ metrics: TestMetrics) -> (groups: Int64, sends: Int64) {

@@ -15,6 +15,8 @@ import Testing
     static func withStore<T: Sendable>(
         _ metrics: TestMetrics, maximumConnections: Int = 4,
         statementTimeout: Duration = TestDatabase.patientTimeout, lockTimeout: Duration = TestDatabase.patientTimeout,
+        sendGroupSize: Int = StoreOptions.defaultSendGroupSize,
+        sendGroupWait: Duration = StoreOptions.defaultSendGroupWait,
         _ body: (ScrollbackStore) async throws -> T
     ) async throws -> T {
         try await TestDatabase.withSchema { url, schema in
@@ -24,7 +26,8 @@ import Testing
                 url: url,
                 options: StoreOptions(
                     maximumConnections: maximumConnections, statementTimeout: statementTimeout,
-                    lockTimeout: lockTimeout, searchPath: schema),
+                    lockTimeout: lockTimeout, searchPath: schema, sendGroupSize: sendGroupSize,
+                    sendGroupWait: sendGroupWait),
                 metrics: metrics, logger: logger)
             return try await TestDatabase.running(store) {
                 try await store.migrate()
