@@ -109,7 +109,7 @@ import Testing
             defer { proxy.stop() }
             let alice = Self.client(cluster, "alice", baseURL: "http://127.0.0.1:\(proxy.port)")
             let id = try await alice.createConversation().id
-            proxy.loseNextAnswer()
+            proxy.loseNextAnswer(to: "POST /v1/conversations/\(id.uuidString.lowercased())/messages ")
             let result = try await alice.send("only once", to: id)
             #expect(result.replayed, "the first attempt was stored; the retry found it")
             let page = try await alice.page(of: id)

@@ -190,7 +190,7 @@ import Testing
             feed.start()
             try await until("the feed is live") { feed.state.connection == .live }
 
-            proxy.loseNextAnswer()
+            proxy.loseNextAnswer(to: "POST /v1/conversations/\(id.uuidString.lowercased())/messages ")
             do throws(ScrollbackError) {
                 _ = try await feed.send("only once", clientId: "flaky-1")
                 Issue.record("the send whose answer was lost succeeded")

@@ -5,9 +5,11 @@ import Glibc
 #endif
 
 /// A TCP proxy on loopback in front of a server, that can lose answers: with
-/// `loseNextAnswer()` the next bytes coming back from the server are dropped
-/// and the connection closed (the request reached the server, the client
-/// never hears of it); `cutAll()` closes every connection at once.
+/// `loseNextAnswer(to:)` the answer to the next request that starts with the
+/// given bytes (say `POST `) is dropped and its connection closed (the
+/// request reached the server, the client never hears of it); other
+/// connections, such as a live stream's, are untouched. `cutAll()` closes
+/// every connection at once.
 // Unchecked: every mutable field is read and written only under `lock`; the
 // sockets are plain file descriptors used by the threads that own them.
 final class CuttingProxy: @unchecked Sendable {
@@ -15,7 +17,7 @@ final class CuttingProxy: @unchecked Sendable {
     private var upstreamPort: Int
     private let listener: Int32
     private let lock = NSLock()
-    private var loseNext = false
+    private var loseNextTo: [UInt8]?
     private var swallowing = false
     private var held: [Int32] = []
     private var open: [ObjectIdentifier: Pair] = [:]
@@ -25,11 +27,12 @@ final class CuttingProxy: @unchecked Sendable {
     /// are closed once, when both directions have ended, so a descriptor
     /// number is never shut down or written after it may have been reused.
     private final class Pair: @unchecked Sendable {
-        // Unchecked: `ended` and `closed` are changed only under the proxy's lock.
+        // Unchecked: `ended`, `closed` and `loseAnswer` are changed only under the proxy's lock.
         let client: Int32
         let server: Int32
         var ended = 0
         var closed = false
+        var loseAnswer = false
 
         init(client: Int32, server: Int32) {
             self.client = client
@@ -58,7 +61,9 @@ final class CuttingProxy: @unchecked Sendable {
 
     enum ProxyError: Error { case cannotListen }
 
-    func loseNextAnswer() { lock.withLock { loseNext = true } }
+    /// Arms the loss of one answer: that of the next request whose first
+    /// bytes are `prefix`, on whichever connection it comes.
+    func loseNextAnswer(to prefix: String) { lock.withLock { loseNextTo = Array(prefix.utf8) } }
 
     /// New connections go to `port` (a load balancer moving a client to
     /// another instance); open ones stay where they are.
@@ -143,7 +148,15 @@ final class CuttingProxy: @unchecked Sendable {
         while true {
             let count = read(source, &buffer, buffer.count)
             if count <= 0 { break }
-            if answers, lock.withLock({ defer { loseNext = false }; return loseNext }) { break }
+            let drop = lock.withLock { () -> Bool in
+                if answers { return pair.loseAnswer }
+                if let prefix = loseNextTo, count >= prefix.count, Array(buffer[0..<prefix.count]) == prefix {
+                    loseNextTo = nil
+                    pair.loseAnswer = true
+                }
+                return false
+            }
+            if drop { break }
             var written = 0
             while written < count {
                 let result = buffer.withUnsafeBytes { write(destination, $0.baseAddress! + written, count - written) }
