@@ -242,11 +242,21 @@ struct Figure: Encodable {
                         named: "pgbench -M prepared, send statement"))
             }
         }
-        if let open = runs["send-open"] {
-            figures.append(
-                Figure(
-                    4, "send p99, random conversations, grouped, open loop at \(open.rate.map { "\($0)" } ?? "?") req/s",
-                    unit: "ms", value: open.latency.p99, target: .valueBelow(5), runs: [open]))
+        // The open-loop sends' tail, grouped and not, beside the send
+        // statement's own in pgbench at the same rate.
+        for (name, mode) in [("send-open", "grouped"), ("send-open-ungrouped", "grouping off")] {
+            guard let open = runs[name] else { continue }
+            let pgbench = runs["pgbench-send-open"]
+            let rate = format(open.rate ?? 0)
+            for (label, path) in [("p50", \LatencySummary.p50), ("p99", \LatencySummary.p99)] {
+                figures.append(
+                    Figure(
+                        4, "send \(label), random conversations, \(mode), open loop at \(rate) req/s", unit: "ms",
+                        value: open.latency[keyPath: path],
+                        baselineName: pgbench.map { _ in "pgbench send statement \(label), --rate \(rate)" },
+                        baseline: pgbench?.latency[keyPath: path],
+                        target: label == "p99" && mode == "grouped" ? .valueBelow(5) : nil, runs: [open, pgbench]))
+            }
         }
         // What the change feed's NOTIFY costs PostgreSQL itself.
         for (name, label) in [("send-random", "random conversations"), ("send-hot", "one hot conversation")] {
