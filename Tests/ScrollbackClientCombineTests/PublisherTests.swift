@@ -51,7 +51,7 @@ import Testing
                     if case .message(let message) = event { received.withLockedValue { $0.append(message.seq) } }
                 })
             for n in 1...3 { _ = try await alice.send("m\(n)", to: id) }
-            let deadline = ContinuousClock.now + .seconds(15)
+            let deadline = ContinuousClock.now + .seconds(60)
             while received.withLockedValue({ $0.count }) < 3, ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(20))
             }

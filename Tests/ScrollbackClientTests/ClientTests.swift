@@ -250,7 +250,7 @@ import Testing
                 for try await event in alice.live(conversation: id, after: 0) { events.append(event) }
             }
             defer { listening.cancel() }
-            try await events.waitForMessages(count, timeout: .seconds(30))
+            try await events.waitForMessages(count)
             _ = try await alice.send("live again", to: id)
             try await events.waitForMessages(count + 1)
             #expect(events.messages.map(\.seq) == Array(1...Int64(count + 1)))

@@ -102,7 +102,7 @@ import Testing
         }
     }
 
-    /// The live stream is away (its next connection hangs) while 35
+    /// The live stream is away (its connections hang) while 35
     /// messages are sent; an older page says the conversation has grown,
     /// and what the timeline then asks for (the gap, in pages of 10, and
     /// the changes since its version, which race to bring the new messages)
@@ -125,12 +125,12 @@ import Testing
             feed.start()
             try await until("the feed is live") { feed.state.connection == .live }
 
-            // The stream's next connection is held unanswered: it gives it up
-            // only after its 10 s subscription timeout.
-            proxy.swallowNewConnections(true)
+            // The stream's connections are held unanswered from now on (it
+            // gives each up after its 10 s subscription timeout and tries
+            // again); every other request passes.
+            proxy.holdRequests(startingWith: "GET /v1/stream")
             proxy.cutAll()
             try await until("a reconnection held") { proxy.heldConnections > 0 }
-            proxy.stopSwallowingButKeepHeld()
             try await cluster.send(35, to: id, as: "alice")
             let fetchesBefore = fetches.withLockedValue { $0.count }
             feed.loadOlder()

@@ -8,8 +8,10 @@ import Glibc
 /// `loseNextAnswer(to:)` the answer to the next request that starts with the
 /// given bytes (say `POST `) is dropped and its connection closed (the
 /// request reached the server, the client never hears of it); other
-/// connections, such as a live stream's, are untouched. `cutAll()` closes
-/// every connection at once.
+/// connections, such as a live stream's, are untouched. With
+/// `holdRequests(startingWith:)` connections whose request starts so (say a
+/// live stream's `GET /v1/stream`) hang unanswered while other requests
+/// pass. `cutAll()` closes every connection at once.
 // Unchecked: every mutable field is read and written only under `lock`; the
 // sockets are plain file descriptors used by the threads that own them.
 final class CuttingProxy: @unchecked Sendable {
@@ -18,6 +20,7 @@ final class CuttingProxy: @unchecked Sendable {
     private let listener: Int32
     private let lock = NSLock()
     private var loseNextTo: [UInt8]?
+    private var holdPrefix: [UInt8]?
     private var swallowing = false
     private var held: [Int32] = []
     private var open: [ObjectIdentifier: Pair] = [:]
@@ -27,12 +30,13 @@ final class CuttingProxy: @unchecked Sendable {
     /// are closed once, when both directions have ended, so a descriptor
     /// number is never shut down or written after it may have been reused.
     private final class Pair: @unchecked Sendable {
-        // Unchecked: `ended`, `closed` and `loseAnswer` are changed only under the proxy's lock.
+        // Unchecked: `ended`, `closed`, `loseAnswer` and `holding` are changed only under the proxy's lock.
         let client: Int32
         let server: Int32
         var ended = 0
         var closed = false
         var loseAnswer = false
+        var holding = false
 
         init(client: Int32, server: Int32) {
             self.client = client
@@ -70,7 +74,13 @@ final class CuttingProxy: @unchecked Sendable {
     func route(to port: Int) { lock.withLock { upstreamPort = port } }
 
     /// How many connections `swallowNewConnections` holds.
-    var heldConnections: Int { lock.withLock { held.count } }
+    var heldConnections: Int { lock.withLock { held.count + open.values.count { $0.holding && !$0.closed } } }
+
+    /// From now on, a connection whose first bytes are `prefix` is neither
+    /// forwarded nor closed by the proxy, like a backend that stopped
+    /// answering it; every other connection is forwarded. `nil` ends it for
+    /// later connections.
+    func holdRequests(startingWith prefix: String?) { lock.withLock { holdPrefix = prefix.map { Array($0.utf8) } } }
 
     /// Later connections are forwarded again; those already held stay hung.
     func stopSwallowingButKeepHeld() { lock.withLock { swallowing = false } }
@@ -145,18 +155,24 @@ final class CuttingProxy: @unchecked Sendable {
 
     private func pump(_ pair: Pair, from source: Int32, to destination: Int32, answers: Bool) {
         var buffer = [UInt8](repeating: 0, count: 65_536)
+        var first = true
         while true {
             let count = read(source, &buffer, buffer.count)
             if count <= 0 { break }
-            let drop = lock.withLock { () -> Bool in
-                if answers { return pair.loseAnswer }
-                if let prefix = loseNextTo, count >= prefix.count, Array(buffer[0..<prefix.count]) == prefix {
+            let starts = { (prefix: [UInt8]) in count >= prefix.count && Array(buffer[0..<prefix.count]) == prefix }
+            let (drop, hold) = lock.withLock { () -> (Bool, Bool) in
+                if answers { return (pair.loseAnswer, false) }
+                if first, let prefix = holdPrefix, starts(prefix) { pair.holding = true }
+                if let prefix = loseNextTo, starts(prefix) {
                     loseNextTo = nil
                     pair.loseAnswer = true
                 }
-                return false
+                return (false, pair.holding)
             }
+            first = false
             if drop { break }
+            // Held: what the client sends is read and dropped until it hangs up.
+            if hold { continue }
             var written = 0
             while written < count {
                 let result = buffer.withUnsafeBytes { write(destination, $0.baseAddress! + written, count - written) }

@@ -36,7 +36,8 @@ import Testing
 
     /// Polls until `count` sends wait for a group.
     static func waitUntilWaiting(_ count: Int, in store: ScrollbackStore) async throws {
-        for _ in 0..<2_000 where store.sendsWaitingForAGroup < count {
+        let deadline = ContinuousClock.now + .seconds(60)
+        while store.sendsWaitingForAGroup < count, ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(5))
         }
         try #require(store.sendsWaitingForAGroup == count)
@@ -63,7 +64,8 @@ import Testing
                 // Notifications of a commit arrive after its answer: the
                 // marker is notified after every write above committed.
                 _ = try await listener.query("SELECT pg_notify(\(FeedEvent.channel), 'marker')", logger: .init(label: "test"))
-                for _ in 0..<1_000 where !received.withLockedValue({ $0.contains("marker") }) {
+                let deadline = ContinuousClock.now + .seconds(60)
+                while !received.withLockedValue({ $0.contains("marker") }), ContinuousClock.now < deadline {
                     try await Task.sleep(for: .milliseconds(5))
                 }
                 group.cancelAll()
