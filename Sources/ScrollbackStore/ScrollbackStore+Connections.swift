@@ -1,60 +1,58 @@
 import Foundation
 import PostgresNIO
+import Logging
 
 extension ScrollbackStore {
-    /// Runs one statement and returns every row of its result.
-    ///
-    /// The result is read to its end (the command's completion, which
-    /// PostgreSQL sends together with the commit of the statement's implicit
-    /// transaction), never left half-read: a caller answers only after that.
+    /// Runs one statement and returns every row of its result, read to its
+    /// end. A writing one answers only once its commit is known to be done
+    /// (`proveCommitted`).
     func rows(_ query: PostgresQuery, writes: Bool, as name: StatementName) async throws -> [PostgresRow] {
-        try await withConnection(writes: writes, as: name) { connection in
-            try await connection.query(query, logger: logger).collect()
+        try await withConnection(writes: writes, as: name) { [logger] connection in
+            let rows = try await connection.query(query, logger: logger).collect()
+            if writes { try await Self.proveCommitted(on: connection, logger: logger) }
+            return rows
         }
     }
 
     /// Runs one prepared statement (prepared once per connection, then only
     /// bound and executed) and returns every row, decoded by position; read
-    /// to the end like `rows(_:writes:)`.
+    /// to the end, and a writing one proved committed, like
+    /// `rows(_:writes:as:)`. `refuse` may turn an error of the statement
+    /// into another.
     func rows<Statement: PostgresPreparedStatement>(
-        _ statement: Statement, writes: Bool, as name: StatementName
-    ) async throws -> [Statement.Row] where Statement.Row: Sendable {
-        try await withConnection(writes: writes, as: name) { connection in
-            var rows: [Statement.Row] = []
-            for try await row in try await connection.execute(statement, logger: logger) { rows.append(row) }
-            return rows
-        }
-    }
-
-    /// Runs one writing prepared statement and returns every row, once its
-    /// commit is known to be done.
-    ///
-    /// A statement's own completion is not proof of its commit: PostgreSQL
-    /// commits the implicit transaction after it has written the statement's
-    /// completion, and a backend ended in between (its server crashing)
-    /// sends what it had written, completion included, before it goes. The
-    /// backend answers the next query on the connection only after the
-    /// commit, so a trivial one follows; if the connection dies first, the
-    /// outcome is unknown, as it is. (A `BEGIN` ... `COMMIT` would prove the
-    /// same but hold the statement's row locks for one more round trip.)
-    func committedRows<Statement: PostgresPreparedStatement>(
-        _ statement: Statement, as name: StatementName,
+        _ statement: Statement, writes: Bool, as name: StatementName,
         refusing refuse: @escaping @Sendable (PSQLError) -> (any Error)? = { _ in nil }
     ) async throws -> [Statement.Row] where Statement.Row: Sendable {
-        try await withConnection(writes: true, as: name) { [logger] connection in
+        try await withConnection(writes: writes, as: name) { [logger] connection in
             var rows: [Statement.Row] = []
             do {
                 for try await row in try await connection.execute(statement, logger: logger) { rows.append(row) }
             } catch let error as PSQLError {
                 throw refuse(error) ?? error
             }
-            do {
-                _ = try await connection.query("SELECT 1", logger: logger).collect()
-            } catch {
-                // Whatever ended it, the commit may have happened or not.
-                throw StoreError.outcomeUnknown
-            }
+            if writes { try await Self.proveCommitted(on: connection, logger: logger) }
             return rows
+        }
+    }
+
+    /// Returns once the statement just run on `connection` in an implicit
+    /// transaction is known to be committed.
+    ///
+    /// A statement's own completion is not proof of its commit: PostgreSQL
+    /// commits the implicit transaction after it has written the statement's
+    /// completion, and a backend ended in between (its server crashing, or
+    /// the backend terminated while a deferred trigger runs at the commit)
+    /// sends what it had written, completion included, before it goes. The
+    /// backend answers the next query on the connection only after the
+    /// commit, so a trivial one follows; if the connection dies first, the
+    /// outcome is unknown, as it is. (A `BEGIN` ... `COMMIT` would prove the
+    /// same but hold the statement's row locks for one more round trip.)
+    static func proveCommitted(on connection: PostgresConnection, logger: Logger) async throws {
+        do {
+            _ = try await connection.query("SELECT 1", logger: logger).collect()
+        } catch {
+            // Whatever ended it, the commit may have happened or not.
+            throw StoreError.outcomeUnknown
         }
     }
 

@@ -64,9 +64,9 @@ extension ScrollbackStore {
                 conversation: send.conversation, sender: send.sender, body: send.body, clientID: send.clientID)
             let row =
                 if let replyTo {
-                    try await committedRows(ReplyStatement(send: statement, replyTo: replyTo), as: .send).first
+                    try await rows(ReplyStatement(send: statement, replyTo: replyTo), writes: true, as: .send).first
                 } else {
-                    try await committedRows(statement, as: .send).first
+                    try await rows(statement, writes: true, as: .send).first
                 }
             guard let row, row.isMember else { throw StoreError.conversationNotFound }
             guard let message = row.message else {

@@ -176,7 +176,7 @@ extension ScrollbackStore {
             return [outcome]
         }
         do {
-            let rows = try await committedRows(SendGroupStatement(sends: sends), as: .sendGroup) {
+            let rows = try await self.rows(SendGroupStatement(sends: sends), writes: true, as: .sendGroup) {
                 [metrics] error in
                 guard SendGroupRefused.refuses(error) else { return nil }
                 if error.sqlState == "55P03" { metrics.timedOut(.lockTimeout) }

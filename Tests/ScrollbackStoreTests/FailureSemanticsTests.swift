@@ -196,6 +196,72 @@ import Testing
             #expect(page.messages.map(\.seq) == Array((1...10).reversed()))
         }
     }
+
+    /// The backend of a write ends while the write's implicit transaction
+    /// commits (a deferred trigger holds the commit; the backend is
+    /// terminated in it). PostgreSQL has already queued the statement's
+    /// completion, which reaches the client before the backend goes, but
+    /// nothing was committed: the write answers `outcome_unknown`, never
+    /// done, and nothing of it is stored. (The query that proves a commit is
+    /// not failed by the driver when the backend ends this way: the answer
+    /// comes at the request's deadline, here the 10 s statement timeout + 2 s.)
+    /// Sends are covered by the crash test of send groups; these are the
+    /// other writes, through the same runner.
+    @Test(arguments: ["edit", "read"])
+    func aWriteWhoseCommitNeverHappenedIsNotAnsweredAsDone(_ write: String) async throws {
+        try await TestDatabase.withStore(statementTimeout: .seconds(10)) { store in
+            let conversation = try await store.createConversation(creator: "alice", title: nil, members: ["bob"])
+            let original = try await store.send(to: conversation.id, from: "alice", body: "original", clientID: nil)
+            // The trigger takes an advisory lock of this test's own before it
+            // sleeps: other tests' backends cannot be mistaken for the writer.
+            let key = Int32.random(in: 1...Int32.max)
+            _ = try await store.values(
+                Int.self,
+                """
+                CREATE FUNCTION stall_commit() RETURNS trigger LANGUAGE plpgsql AS
+                $$ BEGIN PERFORM pg_advisory_xact_lock(\(unescaped: String(key))); PERFORM pg_sleep(120); RETURN NULL; END $$
+                """)
+            _ = try await store.values(
+                Int.self,
+                """
+                CREATE CONSTRAINT TRIGGER stall_commit AFTER UPDATE ON \(unescaped: write == "edit" ? "messages" : "members")
+                DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION stall_commit()
+                """)
+            let writing = Task {
+                if write == "edit" {
+                    _ = try await store.edit(original.message.seq, in: conversation.id, by: "alice", body: "edited")
+                } else {
+                    _ = try await store.markRead(original.message.seq, in: conversation.id, by: "bob")
+                }
+            }
+            try await TestDatabase.otherConnection(to: store) { other in
+                let deadline = ContinuousClock.now + .seconds(60)
+                var terminated = false
+                while !terminated, ContinuousClock.now < deadline {
+                    let pids = try await other.query(
+                        """
+                        SELECT pid FROM pg_locks
+                        WHERE locktype = 'advisory' AND classid = 0 AND objid = \(unescaped: String(key)) AND granted
+                        """,
+                        logger: .init(label: "test")
+                    ).collect().map { try $0.decode(Int32.self) }
+                    for pid in pids {
+                        _ = try await other.query("SELECT pg_terminate_backend(\(pid))", logger: .init(label: "test")).collect()
+                        terminated = true
+                    }
+                    if !terminated { try await Task.sleep(for: .milliseconds(20)) }
+                }
+                #expect(terminated, "the write never reached its commit")
+            }
+            await #expect(throws: StoreError.outcomeUnknown) { try await writing.value }
+            _ = try await store.values(Int.self, "DROP TRIGGER stall_commit ON \(unescaped: write == "edit" ? "messages" : "members")")
+            let page = try await store.page(of: conversation.id, for: "bob", anchor: .newest, limit: 10)
+            #expect(page.messages.map(\.body) == ["original"], "the edit was not stored")
+            let read = try await store.values(
+                Int64.self, "SELECT read_seq FROM members WHERE conversation_id = \(conversation.id) AND user_id = 'bob'")
+            #expect(read == [0], "the read marker did not move")
+        }
+    }
 }
 
 /// Set once, read from any task.
