@@ -186,20 +186,12 @@ struct Figure: Encodable {
             }
         }
         if let open = runs["page-open"] {
-            let pgbench = runs["pgbench-page-open"]
-            let rate = format(open.rate ?? 0)
-            let percentiles: [(String, KeyPath<LatencySummary, Double>, Target?)] = [
-                ("p50", \.p50, nil), ("p90", \.p90, nil), ("p99", \.p99, .valueBelow(5.000_001)),
-                ("p99.9", \.p999, nil),
-            ]
-            for (label, path, target) in percentiles {
-                figures.append(
-                    Figure(
-                        2, "newest page \(label), open loop at \(rate) req/s", unit: "ms",
-                        value: open.latency[keyPath: path],
-                        baselineName: pgbench.map { _ in "pgbench page statement \(label), --rate \(rate)" },
-                        baseline: pgbench?.latency[keyPath: path], target: target, runs: [open, pgbench]))
-            }
+            figures += openLoop(
+                2, "newest page", open, beside: runs["pgbench-page-open"], named: "pgbench page statement",
+                percentiles: [
+                    ("p50", \.p50, nil), ("p90", \.p90, nil), ("p99", \.p99, .valueBelow(5.000_001)),
+                    ("p99.9", \.p999, nil),
+                ])
             if let uncached = runs["page-open-uncached"] {
                 figures.append(
                     Figure(
@@ -246,17 +238,10 @@ struct Figure: Encodable {
         // statement's own in pgbench at the same rate.
         for (name, mode) in [("send-open", "grouped"), ("send-open-ungrouped", "grouping off")] {
             guard let open = runs[name] else { continue }
-            let pgbench = runs["pgbench-send-open"]
-            let rate = format(open.rate ?? 0)
-            for (label, path) in [("p50", \LatencySummary.p50), ("p99", \LatencySummary.p99)] {
-                figures.append(
-                    Figure(
-                        4, "send \(label), random conversations, \(mode), open loop at \(rate) req/s", unit: "ms",
-                        value: open.latency[keyPath: path],
-                        baselineName: pgbench.map { _ in "pgbench send statement \(label), --rate \(rate)" },
-                        baseline: pgbench?.latency[keyPath: path],
-                        target: label == "p99" && mode == "grouped" ? .valueBelow(5) : nil, runs: [open, pgbench]))
-            }
+            figures += openLoop(
+                4, "send", open, beside: runs["pgbench-send-open"], named: "pgbench send statement",
+                qualified: "random conversations, \(mode)",
+                percentiles: [("p50", \.p50, nil), ("p99", \.p99, mode == "grouped" ? .valueBelow(5) : nil)])
         }
         // What the change feed's NOTIFY costs PostgreSQL itself.
         for (name, label) in [("send-random", "random conversations"), ("send-hot", "one hot conversation")] {
@@ -311,6 +296,23 @@ struct Figure: Encodable {
             number, "\(name), closed loop, \(run.connections) connections", unit: "req/s", value: run.throughput,
             baselineName: pgbench.map { _ in baselineName }, baseline: pgbench?.throughput, target: target,
             runs: [run, pgbench])
+    }
+
+    /// Latency percentiles of an open-loop run, each beside pgbench's at the
+    /// same rate when that run is present: "NAME pXX[, QUALIFIED], open loop
+    /// at R req/s".
+    static func openLoop(
+        _ number: Int, _ name: String, _ run: Measurement, beside pgbench: Measurement?, named baselineName: String,
+        qualified: String? = nil, percentiles: [(String, KeyPath<LatencySummary, Double>, Target?)]
+    ) -> [Figure] {
+        let rate = format(run.rate ?? 0)
+        return percentiles.map { label, path, target in
+            Figure(
+                number, "\(name) \(label)\(qualified.map { ", \($0)" } ?? ""), open loop at \(rate) req/s", unit: "ms",
+                value: run.latency[keyPath: path],
+                baselineName: pgbench.map { _ in "\(baselineName) \(label), --rate \(rate)" },
+                baseline: pgbench?.latency[keyPath: path], target: target, runs: [run, pgbench])
+        }
     }
 
     /// A plain-text table, one line per figure.

@@ -78,9 +78,8 @@ final class CuttingProxy: @unchecked Sendable {
 
     /// From now on, a connection whose first bytes are `prefix` is neither
     /// forwarded nor closed by the proxy, like a backend that stopped
-    /// answering it; every other connection is forwarded. `nil` ends it for
-    /// later connections.
-    func holdRequests(startingWith prefix: String?) { lock.withLock { holdPrefix = prefix.map { Array($0.utf8) } } }
+    /// answering it; every other connection is forwarded.
+    func holdRequests(startingWith prefix: String) { lock.withLock { holdPrefix = Array(prefix.utf8) } }
 
     /// Later connections are forwarded again; those already held stay hung.
     func stopSwallowingButKeepHeld() { lock.withLock { swallowing = false } }

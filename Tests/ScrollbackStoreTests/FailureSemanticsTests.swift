@@ -215,6 +215,7 @@ import Testing
             // The trigger takes an advisory lock of this test's own before it
             // sleeps: other tests' backends cannot be mistaken for the writer.
             let key = Int32.random(in: 1...Int32.max)
+            let table = write == "edit" ? "messages" : "members"
             _ = try await store.values(
                 Int.self,
                 """
@@ -224,7 +225,7 @@ import Testing
             _ = try await store.values(
                 Int.self,
                 """
-                CREATE CONSTRAINT TRIGGER stall_commit AFTER UPDATE ON \(unescaped: write == "edit" ? "messages" : "members")
+                CREATE CONSTRAINT TRIGGER stall_commit AFTER UPDATE ON \(unescaped: table)
                 DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION stall_commit()
                 """)
             let writing = Task {
@@ -254,7 +255,7 @@ import Testing
                 #expect(terminated, "the write never reached its commit")
             }
             await #expect(throws: StoreError.outcomeUnknown) { try await writing.value }
-            _ = try await store.values(Int.self, "DROP TRIGGER stall_commit ON \(unescaped: write == "edit" ? "messages" : "members")")
+            _ = try await store.values(Int.self, "DROP TRIGGER stall_commit ON \(unescaped: table)")
             let page = try await store.page(of: conversation.id, for: "bob", anchor: .newest, limit: 10)
             #expect(page.messages.map(\.body) == ["original"], "the edit was not stored")
             let read = try await store.values(
