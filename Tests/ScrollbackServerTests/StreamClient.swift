@@ -195,7 +195,7 @@ enum StreamClientError: Error {
 }
 
 /// Frames received, waited for with a timeout.
-private final class FrameInbox: Sendable {
+final class FrameInbox: Sendable {
     private struct State {
         var texts: [String] = []
         var head = 0
@@ -205,6 +205,8 @@ private final class FrameInbox: Sendable {
         var nextWaiter: UInt64 = 0
         /// Counts changes, so a waiter that registers late does not sleep through one.
         var generation: UInt64 = 0
+        /// Waits whose deadline passed before they were registered.
+        var expired: Set<UInt64> = []
     }
 
     private let state = NIOLockedValueBox(State())
@@ -252,7 +254,12 @@ private final class FrameInbox: Sendable {
         }
     }
 
-    /// Until something changes after `seen` or the deadline passes.
+    /// Until something changes after `seen` or the deadline passes. The
+    /// timer can fire before the waiter is registered (a deadline already
+    /// past, a busy machine): it then marks the wait expired, and the
+    /// registration that comes later sees that and does not wait. Without
+    /// the mark, that waiter would sleep until the next frame, and on a
+    /// connection that has ended, forever.
     private func wait(until deadline: ContinuousClock.Instant, seen: UInt64) async {
         let id = state.withLockedValue { state in
             state.nextWaiter += 1
@@ -261,22 +268,29 @@ private final class FrameInbox: Sendable {
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 await withCheckedContinuation { continuation in
-                    let changed = self.state.withLockedValue { state in
-                        if state.generation != seen { return true }
+                    let goOn = self.state.withLockedValue { state in
+                        if state.generation != seen || state.expired.remove(id) != nil { return true }
                         state.waiters[id] = continuation
                         return false
                     }
-                    if changed { continuation.resume() }
+                    if goOn { continuation.resume() }
                 }
             }
             group.addTask {
                 try? await Task.sleep(until: deadline)
-                let waiter = self.state.withLockedValue { $0.waiters.removeValue(forKey: id) }
+                let waiter = self.state.withLockedValue { state -> CheckedContinuation<Void, Never>? in
+                    guard let waiter = state.waiters.removeValue(forKey: id) else {
+                        state.expired.insert(id)
+                        return nil
+                    }
+                    return waiter
+                }
                 waiter?.resume()
             }
             await group.next()
             group.cancelAll()
         }
+        state.withLockedValue { _ = $0.expired.remove(id) }
     }
 }
 

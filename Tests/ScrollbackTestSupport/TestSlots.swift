@@ -1,4 +1,5 @@
 import Foundation
+import Testing
 
 /// How many tests use the database and servers at once. Swift Testing starts
 /// every test of the run together; on a machine with two cores that is
@@ -39,13 +40,27 @@ public enum TestSlots {
 
     private static func withSlots<T: Sendable>(_ weight: Int, _ body: () async throws -> T) async throws -> T {
         if held { return try await body() }
-        await gate.enter(weight: weight)
+        let name = Test.current.map { "\($0.name) (\($0.sourceLocation.fileName):\($0.sourceLocation.line))" } ?? "a test"
+        // A test that waits this long for its slots says which tests hold
+        // them: when a run hangs, that names the test that never ended.
+        let report = Task.detached {
+            var waited = 0
+            while true {
+                try await Task.sleep(for: .seconds(180))
+                waited += 3
+                let holders = await gate.holders
+                FileHandle.standardError.write(
+                    Data("TestSlots: \(name) has waited \(waited) minutes for \(weight) slot(s); held by: \(holders)\n".utf8))
+            }
+        }
+        let ticket = await gate.enter(weight: weight, name: name)
+        report.cancel()
         do {
             let result = try await $held.withValue(true) { try await body() }
-            await gate.leave(weight: weight)
+            await gate.leave(ticket)
             return result
         } catch {
-            await gate.leave(weight: weight)
+            await gate.leave(ticket)
             throw error
         }
     }
@@ -54,30 +69,52 @@ public enum TestSlots {
 /// A counting semaphore whose waiters enter in the order they came, each
 /// taking one place or (`weight`) several.
 actor SlotGate {
+    struct Ticket: Sendable {
+        var id: Int
+        var weight: Int
+    }
+
     private let width: Int
     private var inside = 0
-    private var waiting: [(weight: Int, continuation: CheckedContinuation<Void, Never>)] = []
+    private var nextID = 0
+    private var holding: [Int: (name: String, weight: Int, since: ContinuousClock.Instant)] = [:]
+    private var waiting: [(ticket: Ticket, name: String, continuation: CheckedContinuation<Void, Never>)] = []
 
     init(width: Int) {
         self.width = width
     }
 
-    func enter(weight: Int = 1) async {
-        let weight = min(weight, width)
-        if waiting.isEmpty && inside + weight <= width {
-            inside += weight
-            return
+    func enter(weight: Int = 1, name: String = "") async -> Ticket {
+        nextID += 1
+        let ticket = Ticket(id: nextID, weight: min(weight, width))
+        if waiting.isEmpty && inside + ticket.weight <= width {
+            admit(ticket, name: name)
+        } else {
+            await withCheckedContinuation { waiting.append((ticket, name, $0)) }
         }
-        await withCheckedContinuation { waiting.append((weight, $0)) }
+        return ticket
     }
 
-    func leave(weight: Int = 1) {
-        inside -= min(weight, width)
+    func leave(_ ticket: Ticket) {
+        inside -= ticket.weight
+        holding[ticket.id] = nil
         // Admit waiters in order while the first fits.
-        while let first = waiting.first, inside + first.weight <= width {
+        while let first = waiting.first, inside + first.ticket.weight <= width {
             waiting.removeFirst()
-            inside += first.weight
+            admit(first.ticket, name: first.name)
             first.continuation.resume()
         }
+    }
+
+    private func admit(_ ticket: Ticket, name: String) {
+        inside += ticket.weight
+        holding[ticket.id] = (name, ticket.weight, .now)
+    }
+
+    /// Who holds slots now, and for how long.
+    var holders: String {
+        holding.values.sorted { $0.since < $1.since }
+            .map { "\($0.name) [\($0.weight), \(Int((ContinuousClock.now - $0.since).components.seconds)) s]" }
+            .joined(separator: ", ")
     }
 }
