@@ -102,6 +102,12 @@ struct ServiceAccount: Sendable {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_adddup2(&actions, output, 1)
         posix_spawn_file_actions_adddup2(&actions, output, 2)
+        // Nothing else of this process goes to the child: the server that
+        // `pg_ctl start` leaves behind would keep every socket open here
+        // (SwiftNIO opens them without close-on-exec) for as long as it
+        // runs, and a port this process listened on could not be bound
+        // again after its listener closed.
+        closeInChild(from: 3, &actions)
         var pid = pid_t()
         let spawned = posix_spawn(&pid, executable, &actions, nil, argv, envp)
         guard spawned == 0 else {
@@ -114,5 +120,22 @@ struct ServiceAccount: Sendable {
         // WIFEXITED / WEXITSTATUS, spelled out (they are C macros).
         let exitStatus: Int32 = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
         return Result(status: exitStatus, output: text)
+    }
+
+    /// Adds the action that closes every descriptor from `first` on in the
+    /// child (glibc 2.34 and later; Swift's Glibc module does not declare
+    /// it, so it is looked up). Without it, every descriptor of this process
+    /// is marked close-on-exec instead.
+    private static func closeInChild(from first: Int32, _ actions: inout posix_spawn_file_actions_t) {
+        typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+        if let symbol = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np") {
+            let closeFrom = unsafeBitCast(symbol, to: CloseFrom.self)
+            if closeFrom(&actions, first) == 0 { return }
+        }
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        for descriptor in names.compactMap({ Int32($0) }) where descriptor >= first {
+            let flags = fcntl(descriptor, F_GETFD)
+            if flags >= 0 { _ = fcntl(descriptor, F_SETFD, flags | FD_CLOEXEC) }
+        }
     }
 }

@@ -70,6 +70,24 @@ import Glibc
         #expect(names == expected)
     }
 
+    /// Nor any descriptor but standard input, output and error: the server
+    /// `pg_ctl start` leaves behind would otherwise hold this process's
+    /// sockets (SwiftNIO opens them without close-on-exec) for as long as it
+    /// runs, and a port this process listened on could not be bound again.
+    @Test func aProgramRunsWithNoOtherDescriptorOfThisProcess() throws {
+        let socketDescriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        try #require(socketDescriptor > 2)
+        defer { close(socketDescriptor) }
+        #expect(fcntl(socketDescriptor, F_GETFD) & FD_CLOEXEC == 0)
+
+        let listing = try ServiceAccount.runAsIs("/bin/ls", ["/proc/self/fd"], environment: [:])
+        #expect(listing.status == 0, "\(listing.output)")
+        let descriptors = Set(listing.output.split(whereSeparator: \.isNewline).compactMap { Int($0) })
+        #expect(!descriptors.contains(Int(socketDescriptor)), "the socket went to the child")
+        // 0, 1 and 2, and the one ls opens to read the folder.
+        #expect(descriptors == [0, 1, 2, 3], "the child had \(descriptors.sorted())")
+    }
+
     // MARK: - Listening
 
     @Test func everyStartListensOnLoopbackOnlyWithoutAUnixSocket() {

@@ -183,7 +183,16 @@ final class StreamClient: Sendable {
     /// Waits until the socket is open (the upgrade answered 101).
     func waitUntilConnected(timeout: Duration = StreamClient.patience) async throws {
         guard await frames.waitConnected(timeout: timeout) else {
-            if case .failure(let error) = await run.result { throw StreamClientError.notConnected("\(error)") }
+            // How it ended, if it ends soon; not awaited without a limit: an
+            // upgrade that never answers would hold the test.
+            var ending = ended.withLockedValue { $0 }
+            let limit = ContinuousClock.now + .seconds(2)
+            while ending == nil, ContinuousClock.now < limit {
+                try? await Task.sleep(for: .milliseconds(20))
+                ending = ended.withLockedValue { $0 }
+            }
+            run.cancel()
+            if case .failure(let error) = ending { throw StreamClientError.notConnected("\(error)") }
             throw StreamClientError.notConnected("refused or timed out")
         }
     }
