@@ -5,6 +5,37 @@ import ScrollbackTestSupport
 import Testing
 
 @Suite struct SearchMigrationTests {
+    /// sql/009: the search index keeps no pending list, so no send has to
+    /// merge one. `gin_clean_pending_list` merges what is pending and says
+    /// how many pages it freed: some before the migration, none after.
+    @Test func afterItsMigrationTheSearchIndexHoldsNothingPending() async throws {
+        try await TestDatabase.withStore(migrated: false) { store in
+            try await store.migrate(Migration.embedded.filter { $0.version < 9 })
+            let id = try await store.createConversation(creator: "alice", title: nil, members: ["bob"]).id
+            func sendSome(_ word: String) async throws {
+                for n in 1...20 { _ = try await store.send(to: id, from: "bob", body: "\(word) \(n)", clientID: nil) }
+            }
+            func pendingPages() async throws -> [Int] {
+                try await store.values(Int.self, "SELECT gin_clean_pending_list('messages_search'::regclass)::int")
+            }
+            // Before it, sends leave their words pending (the control).
+            try await sendSome("olive")
+            #expect(try await pendingPages().first ?? 0 > 0)
+            try await sendSome("caper")
+
+            #expect(try await store.migrate().contains("009_search_index_without_pending_list"))
+            // What was pending is merged by the migration, and sends leave nothing pending.
+            #expect(try await pendingPages() == [0])
+            try await sendSome("thyme")
+            #expect(try await pendingPages() == [0])
+            guard case .found(let found) = try await store.search("caper", for: "alice", in: nil, after: nil, limit: 50) else {
+                Issue.record("caper is a searchable word")
+                return
+            }
+            #expect(found.hits.count == 20)
+        }
+    }
+
     @Test func theSearchMigrationAppliesToADatabaseWithMessagesAndTheBackfillIndexesThem() async throws {
         try await TestDatabase.withStore(migrated: false) { store in
             try await store.migrate(Migration.embedded.filter { $0.version < 6 })
