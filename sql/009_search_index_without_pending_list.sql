@@ -4,7 +4,7 @@
 -- (`fastupdate`) and merges the list into the index once it outgrows
 -- `gin_pending_list_limit` (4 MB by default); the insert that crosses the
 -- limit does the whole merge. On a messages table of millions of rows that
--- send took 0.5 to 0.9 s, every few thousand sends (BENCHMARKS.md). As
+-- send took 0.4 to 0.9 s, every few thousand sends (BENCHMARKS.md). As
 -- PostgreSQL's documentation puts it, "if consistent response time is more
 -- important than update speed, use of pending entries can be disabled by
 -- turning off the fastupdate storage parameter": each send then puts its
