@@ -183,16 +183,14 @@ final class StreamClient: Sendable {
     /// Waits until the socket is open (the upgrade answered 101).
     func waitUntilConnected(timeout: Duration = StreamClient.patience) async throws {
         guard await frames.waitConnected(timeout: timeout) else {
-            // How it ended, if it ends soon; not awaited without a limit: an
-            // upgrade that never answers would hold the test.
-            var ending = ended.withLockedValue { $0 }
-            let limit = ContinuousClock.now + .seconds(2)
-            while ending == nil, ContinuousClock.now < limit {
-                try? await Task.sleep(for: .milliseconds(20))
-                ending = ended.withLockedValue { $0 }
-            }
-            run.cancel()
-            if case .failure(let error) = ending { throw StreamClientError.notConnected("\(error)") }
+            // How it ended, if it ends soon; never awaited without a limit:
+            // an upgrade that never answers would hold the test.
+            defer { run.cancel() }
+            do {
+                _ = try await closed(timeout: .seconds(2))
+            } catch let error where !(error is StreamClientError) {
+                throw StreamClientError.notConnected("\(error)")
+            } catch {}
             throw StreamClientError.notConnected("refused or timed out")
         }
     }
