@@ -1,11 +1,16 @@
 # Builds the scrollback binary and runs it on a slim image.
 FROM swift:6.2-noble AS build
 WORKDIR /src
+# Everything the package needs to plan a build: the test targets are declared
+# in Package.swift, and the EmbedResources plugin reads sql/, Web/ and
+# openapi.yaml. scripts/check-docker-context (run by CI) plans this build in
+# exactly these files.
 COPY Package.swift ./
 COPY Plugins ./Plugins
 COPY Sources ./Sources
 COPY Tests ./Tests
 COPY sql ./sql
+COPY Web ./Web
 COPY openapi.yaml ./
 RUN swift build -c release --product scrollback \
     && cp "$(swift build -c release --show-bin-path)/scrollback" /usr/local/bin/scrollback
