@@ -7,6 +7,9 @@ import ScrollbackModels
 /// tables where it is stored). Every writing statement sends its
 /// notification itself (`pg_notify` in the same statement or transaction),
 /// so PostgreSQL delivers it at commit, in commit order, to every instance.
+///
+/// The payload's format lives here alone: `notify` and `notifyStored`
+/// write the SQL that builds every payload, and `events(in:)` reads them.
 public enum FeedEvent: Sendable, Equatable {
     /// A message was sent (`seq` is new) or edited or deleted; the
     /// conversation's version is now at least `version`.
@@ -28,6 +31,24 @@ public enum FeedEvent: Sendable, Equatable {
     /// numbers, then at most one user id, which has no `:`).
     static func notify(_ kind: Character, _ fields: String...) -> String {
         "pg_notify('\(channel)', '\(kind):' || " + fields.joined(separator: " || ':' || ") + ")"
+    }
+
+    /// The SQL of the one notification of the sends that one statement
+    /// stored, as a scalar subquery: `g:` then `id:last_seq:version` of each
+    /// conversation they moved, in id order, joined with `:`. `rows` is a
+    /// relation of the sends with `created`, `conversation_id`, `seq` and
+    /// `conversation_version` (`store_sends`' result); nothing is sent when
+    /// none was created.
+    static func notifyStored(from rows: String) -> String {
+        """
+        SELECT pg_notify('\(channel)', 'g:' || string_agg(
+                   moved.id::text || ':' || moved.last_seq || ':' || moved.version, ':' ORDER BY moved.id))
+               FROM (
+                   SELECT conversation_id AS id, max(seq) AS last_seq, max(conversation_version) AS version
+                   FROM \(rows) WHERE created GROUP BY conversation_id
+               ) moved
+               HAVING count(*) > 0
+        """
     }
 
     /// The event of a payload; nil for one this version does not know.
@@ -52,9 +73,11 @@ public enum FeedEvent: Sendable, Equatable {
         }
     }
 
-    /// The events of a payload: one, or one per conversation of a group of
-    /// sends (`g:` then `id:last_seq:version` for each, `sql/008_send_groups.sql`);
-    /// empty for a payload this version does not know.
+    /// The events of a payload: one, or one per conversation of the sends
+    /// one statement stored (`g:` then `id:last_seq:version` for each,
+    /// `notifyStored`); empty for a payload this version does not know.
+    /// (`m:`, one send, is what instances of earlier versions still send
+    /// during a rolling upgrade.)
     public static func events(in payload: String) -> [FeedEvent] {
         guard payload.hasPrefix("g:") else { return FeedEvent(payload: payload).map { [$0] } ?? [] }
         let fields = payload.split(separator: ":", omittingEmptySubsequences: false).dropFirst()

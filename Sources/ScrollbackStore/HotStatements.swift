@@ -11,13 +11,16 @@ public struct StatementText: Sendable, Codable, Equatable {
 extension ScrollbackStore {
     /// `newest_page` and `page` (the same statement: the newest page is
     /// `older_from` = 9223372036854775807, `older_limit` = the page size,
-    /// `newer_from` = 9223372036854775807, `newer_limit` = 0), `send`,
+    /// `newer_from` = 9223372036854775807, `newer_limit` = 0), `send` (and
+    /// `send_without_notify`, the same without its notification: what the
+    /// change feed costs a send),
     /// `thread` (its anchors as the page's), and `search` (not prepared by
     /// the server: run it with `pgbench -M extended`, planned for its values
     /// each time as the server's is).
     public static let hotStatements: [String: StatementText] = [
         "page": StatementText(sql: PageStatement.sql, parameters: PageStatement.parameters),
         "send": StatementText(sql: SendStatement.sql, parameters: SendStatement.parameters),
+        "send_without_notify": StatementText(sql: SendSQL.alone(notifying: false), parameters: SendStatement.parameters),
         "search": StatementText(sql: SearchStatement.sql, parameters: SearchStatement.parameters),
         "thread": StatementText(sql: ThreadStatement.sql, parameters: ThreadStatement.parameters),
     ]

@@ -48,8 +48,21 @@ extension ScrollbackStore {
     /// outcome is unknown, as it is. (A `BEGIN` ... `COMMIT` would prove the
     /// same but hold the statement's row locks for one more round trip.)
     static func proveCommitted(on connection: PostgresConnection, logger: Logger) async throws {
-        do {
+        try await committed(on: connection, logger: logger) {
             _ = try await connection.query("SELECT 1", logger: logger).collect()
+        }
+    }
+
+    /// Runs `next`, the query after a write on `connection`, as the proof
+    /// of that write's commit (see `proveCommitted`): a statement that reads
+    /// what was written proves it as well as a trivial one.
+    static func committed<T>(
+        on connection: PostgresConnection, logger: Logger, _ next: () async throws -> T
+    ) async throws -> T {
+        do {
+            return try await next()
+        } catch let error as MalformedRow {
+            throw error  // a bug between a statement and its decoding, not an unknown commit
         } catch {
             // Whatever ended it, the commit may have happened or not.
             throw StoreError.outcomeUnknown

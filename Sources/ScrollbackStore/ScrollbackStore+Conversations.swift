@@ -266,8 +266,7 @@ extension ScrollbackStore {
         case .notVisible: throw StoreError.conversationNotFound
         case .notAMember: throw StoreError.memberNotFound
         default:
-            throw StoreError.forbidden(
-                "Only the conversation's creator can remove other members; a member can remove themself.")
+            throw StoreError.forbidden(.removeAnotherMember)
         }
     }
 

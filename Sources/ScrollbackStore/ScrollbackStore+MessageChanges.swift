@@ -22,7 +22,7 @@ extension ScrollbackStore {
         for _ in 0..<Self.changeAttempts {
             if let edited = try await change(seq, in: id, by: user, newBody: body) { return edited }
             let (message, _) = try await messageForDiagnosis(seq, in: id, for: user)
-            guard message.sender == user.rawValue else { throw StoreError.forbidden("Only the sender can edit a message.") }
+            guard message.sender == user.rawValue else { throw StoreError.forbidden(.editAnotherSendersMessage) }
             guard !message.deleted else { throw StoreError.messageDeleted }
             // The message committed after the change's snapshot was taken (a
             // send still in flight): it can be edited now, so try again.
@@ -38,7 +38,7 @@ extension ScrollbackStore {
             if let tombstone = try await change(seq, in: id, by: user, newBody: nil) { return .deleted(tombstone) }
             let (message, creator) = try await messageForDiagnosis(seq, in: id, for: user)
             guard message.sender == user.rawValue || creator == user.rawValue else {
-                throw StoreError.forbidden("Only the sender or the conversation's creator can delete a message.")
+                throw StoreError.forbidden(.deleteAnotherSendersMessage)
             }
             if message.deleted { return .alreadyDeleted(message) }
             // Committed after the change's snapshot: try again (see `edit`).

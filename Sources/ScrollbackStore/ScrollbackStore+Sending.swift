@@ -15,28 +15,28 @@ public enum SendOutcome: Sendable, Equatable {
     }
 }
 
-extension SendOutcome {
-    /// A send's answer from what its statement found: the message it stored,
-    /// or the earlier one with its `client_id` (`sameBody`: sent with the
-    /// same body).
-    static func answer(_ message: Message, created: Bool, sameBody: Bool) throws -> SendOutcome {
-        if created { return .created(message) }
-        // A deleted message is the retry's outcome too: resending must not bring it back.
-        guard sameBody || message.deleted else { throw StoreError.idempotencyConflict }
-        return .replayed(message)
-    }
+/// One send, as `ScrollbackStore.send` takes it.
+struct Send: Sendable, Equatable {
+    var conversation: UUID
+    var sender: UserID
+    var body: String
+    var clientID: String?
+    var replyTo: Int64?
 }
 
 extension ScrollbackStore {
     /// Appends a message, or returns the one sent earlier with the same
     /// `client_id`.
     ///
-    /// One statement: it locks the conversation row, then checks under that
-    /// lock that the sender is still a member (a removal that committed while
-    /// the send waited wins), looks for an earlier message with this
-    /// `client_id`, and only when there is none inserts the message with the
-    /// conversation's next seq and version. Seqs therefore commit in order with
-    /// no hole, and a replay is a plain read, never a failed insert.
+    /// Every send is stored by one SQL function, `store_sends`
+    /// (`sql/010_one_send_function.sql`), whether alone, replying or in a
+    /// group: it locks the conversation row, then checks with a snapshot
+    /// taken after that lock that the sender is still a member (a removal
+    /// that committed while the send waited wins), looks for an earlier
+    /// message with this `client_id`, and only when there is none inserts the
+    /// message with the conversation's next seq and version. Seqs therefore
+    /// commit in order with no hole, and a replay is a plain read, never a
+    /// failed insert.
     ///
     /// With `replyTo`, the message answers that seq: it must be a message of
     /// the conversation that is not deleted. The reply joins the parent's
@@ -44,189 +44,220 @@ extension ScrollbackStore {
     /// with its summary (`reply_count`, `last_reply_at`, participants)
     /// updated in the same statement.
     ///
-    /// Unless grouping is off, a send that is not a reply is committed with
-    /// the sends that arrive with it (`SendGroups`), keeping all of the above.
+    /// Unless grouping is off, a send is committed with the sends that
+    /// arrive with it (`SendGroups`), keeping all of the above.
     public func send(
         to id: UUID, from sender: UserID, body: String, clientID: String?, replyTo: Int64? = nil
     ) async throws -> SendOutcome {
         // A write drops the conversation's cached pages before it answers or throws (PageCache).
         defer { pageCache.invalidate(id) }
-        let send = SendGroups.Send(conversation: id, sender: sender, body: body, clientID: clientID)
+        let send = Send(conversation: id, sender: sender, body: body, clientID: clientID, replyTo: replyTo)
         // (A group stands for "no client_id" with an empty one, which the API never accepts.)
-        if replyTo == nil, clientID != "", let sendGroups { return try await sendGroups.send(send, store: self) }
-        return try await sendAlone(send, replyTo: replyTo)
+        if clientID != "", let sendGroups { return try await sendGroups.send(send, store: self) }
+        return try await storeSends([send], as: .send).first!.get()
     }
 
-    /// A send by its own statement (see `send(to:from:body:clientID:replyTo:)`).
-    func sendAlone(_ send: SendGroups.Send, replyTo: Int64? = nil) async throws -> SendOutcome {
-        for _ in 0..<Self.retryAttempts {
-            let statement = SendStatement(
-                conversation: send.conversation, sender: send.sender, body: send.body, clientID: send.clientID)
-            let row =
-                if let replyTo {
-                    try await rows(ReplyStatement(send: statement, replyTo: replyTo), writes: true, as: .send).first
+    /// Stores `sends` by one call of `store_sends` and answers each, in
+    /// order, as a send alone is answered; the messages are read back by the
+    /// next statement on the connection, which proves the commit.
+    ///
+    /// An error about one send (not a member, a reply to a deleted message,
+    /// a body conflict) is that send's result. A statement PostgreSQL
+    /// refused as a whole is thrown, as `SendGroupRefused` when `refusable`
+    /// (a group, whose sends are then stored again one by one).
+    func storeSends(
+        _ sends: [Send], as name: StatementName, refusable: Bool = false
+    ) async throws -> [Result<SendOutcome, any Error>] {
+        try await withConnection(writes: true, as: name) { [logger, metrics] connection in
+            var rows: [SendRow] = []
+            do {
+                if sends.count == 1, let send = sends.first {
+                    for try await row in try await connection.execute(SendStatement(send), logger: logger) {
+                        rows.append(row)
+                    }
                 } else {
-                    try await rows(statement, writes: true, as: .send).first
+                    for try await row in try await connection.execute(SendGroupStatement(sends: sends), logger: logger) {
+                        rows.append(row)
+                    }
                 }
-            guard let row, row.isMember else { throw StoreError.conversationNotFound }
-            guard let message = row.message else {
-                if let replyTo, row.parent != .usable {
-                    throw row.parent == .missing ? StoreError.replyTargetMissing(replyTo) : StoreError.replyTargetDeleted
-                }
-                // The same client_id committed by a concurrent send after this
-                // statement's snapshot: the next statement sees it.
-                continue
+            } catch let error as PSQLError where refusable && SendGroupRefused.refuses(error) {
+                if error.sqlState == "55P03" { metrics.timedOut(.lockTimeout) }
+                if error.sqlState == "57014" { metrics.timedOut(.statementTimeout) }
+                throw SendGroupRefused(error: error)
             }
-            return try .answer(message, created: row.created, sameBody: row.sameBody)
+            let stored = rows.compactMap { row in row.seq.map { StoredMessagesStatement.Key(position: row.position, seq: $0) } }
+            let messages = try await Self.committed(on: connection, logger: logger) {
+                var messages: [Int: Message] = [:]
+                guard !stored.isEmpty else { return messages }
+                let statement = StoredMessagesStatement(sends: sends, keys: stored)
+                for try await (position, message) in try await connection.execute(statement, logger: logger) {
+                    messages[position] = message
+                }
+                return messages
+            }
+            var outcomes = [Result<SendOutcome, any Error>](repeating: .failure(MalformedRow()), count: sends.count)
+            for row in rows where sends.indices.contains(row.position) {
+                outcomes[row.position] = Result {
+                    try row.outcome(replyTo: sends[row.position].replyTo, message: messages[row.position])
+                }
+            }
+            return outcomes
         }
-        throw StoreError.unavailable
     }
 }
 
-/// The SQL of a send, with or without a parent: one text, so a reply keeps
-/// every rule of a send (the lock, the membership check under it,
-/// idempotency by `client_id`, the notification).
+/// What `store_sends` answered for one send.
+struct SendRow: Sendable {
+    /// The send's index in its call.
+    var position: Int
+    var isMember: Bool
+    /// Whether a reply's parent can be answered: `usable`, `missing` or `deleted`.
+    var parent: String
+    var created: Bool
+    var sameBody: Bool
+    /// The message stored, or the earlier one with the send's `client_id`.
+    var seq: Int64?
+
+    /// The send's answer, with its message as read back after the commit:
+    /// the message it stored, or the earlier one with its `client_id`.
+    func outcome(replyTo: Int64?, message: Message?) throws -> SendOutcome {
+        guard isMember else { throw StoreError.conversationNotFound }
+        guard seq != nil else {
+            if let replyTo, parent == "missing" { throw StoreError.replyTargetMissing(replyTo) }
+            if parent == "deleted" { throw StoreError.replyTargetDeleted }
+            throw MalformedRow()
+        }
+        guard let message else { throw MalformedRow() }
+        if created { return .created(message) }
+        // A deleted message is the retry's outcome too: resending must not bring it back.
+        guard sameBody || message.deleted else { throw StoreError.idempotencyConflict }
+        return .replayed(message)
+    }
+
+    static func decode(_ row: PostgresRow, positionOffset: Int64) throws -> SendRow {
+        var reader = RowReader(row)
+        return SendRow(
+            position: Int(try reader.required(Int64.self) - positionOffset), isMember: try reader.required(Bool.self),
+            parent: try reader.required(String.self), created: try reader.required(Bool.self),
+            sameBody: try reader.required(Bool.self), seq: try reader.next(Int64.self))
+    }
+}
+
+/// The SQL of every send: `store_sends` on its arguments (SQL expressions
+/// of its five arrays), and the change feed's notification of the
+/// conversations it moved (`FeedEvent.notifyStored`), delivered at commit.
 enum SendSQL {
-    /// `$1` conversation, `$2` sender, `$3` body, `$4` client_id, and for a
-    /// reply `$5` the parent's seq.
-    static func text(replying: Bool) -> String {
-        // A reply also needs its parent, usable (not deleted); the root of
-        // its thread takes the version after the reply's.
-        let parent =
-            replying
-            ? """
-            , parent AS (
-                SELECT seq, COALESCE(thread_root, seq) AS root, deleted FROM messages
-                WHERE conversation_id = (SELECT id FROM conv) AND seq = $5
-            )
-            """ : ""
-        let usable = replying ? " AND EXISTS (SELECT 1 FROM parent WHERE NOT deleted)" : ""
-        let threadColumns = replying ? ", reply_to, thread_root" : ""
-        let threadValues = replying ? ", (SELECT seq FROM parent), (SELECT root FROM parent)" : ""
-        let newVersion = replying ? "ins.version + 1" : "ins.version"
-        let root =
-            replying
-            ? """
-            , root AS (
-                UPDATE messages r
-                SET reply_count = r.reply_count + 1, last_reply_at = ins.created_at, version = ins.version + 1,
-                    thread_participants = CASE
-                        WHEN ins.sender = ANY(COALESCE(r.thread_participants, '{}'))
-                          OR cardinality(COALESCE(r.thread_participants, '{}')) >= \(APILimits.threadParticipantsShown)
-                        THEN r.thread_participants
-                        ELSE array_append(COALESCE(r.thread_participants, '{}'), ins.sender) END
-                FROM ins WHERE r.conversation_id = ins.conversation_id AND r.seq = ins.thread_root
-                RETURNING r.seq
-            )
-            """ : ""
-        let parentState =
-            replying
-            ? "CASE WHEN NOT EXISTS (SELECT 1 FROM parent) THEN 'missing' WHEN (SELECT deleted FROM parent) THEN 'deleted' ELSE 'usable' END"
-            : "'usable'"
+    static func text(
+        conversations: String, senders: String, bodies: String, clientIDs: String, replyTos: String,
+        notifying: Bool = true
+    ) -> String {
+        let notification = notifying ? ",\n       (\(FeedEvent.notifyStored(from: "s")))" : ""
         return """
-            WITH conv AS (
-                SELECT id, last_seq, version FROM conversations WHERE id = $1
-                FOR NO KEY UPDATE
-            ), member AS (
-                SELECT user_id FROM members
-                WHERE conversation_id = (SELECT id FROM conv) AND user_id = $2
-                FOR KEY SHARE
-            ), existing AS (
-                SELECT m.*, COALESCE(m.sent_body_hash = md5($3), m.body = $3) AS same_body
-                FROM messages m
-                WHERE m.conversation_id = (SELECT id FROM conv) AND m.sender = $2 AND m.client_id = $4
-                  AND EXISTS (SELECT 1 FROM member)
-            )\(parent), ins AS (
-                INSERT INTO messages AS m (conversation_id, seq, sender, body, client_id, version, sent_body_hash\(threadColumns))
-                SELECT conv.id, conv.last_seq + 1, $2, $3, $4, conv.version + 1,
-                       CASE WHEN $4 IS NULL THEN NULL ELSE md5($3) END\(threadValues)
-                FROM conv
-                WHERE EXISTS (SELECT 1 FROM member) AND NOT EXISTS (SELECT 1 FROM existing)\(usable)
-                ON CONFLICT (conversation_id, sender, client_id) WHERE client_id IS NOT NULL DO NOTHING
-                RETURNING m.*
-            )\(root), bump AS (
-                UPDATE conversations c
-                SET last_seq = ins.seq, version = \(newVersion), activity = nextval('conversation_activity'),
-                    changed_xid = pg_current_xact_id()
-                FROM ins WHERE c.id = ins.conversation_id
-                RETURNING c.id, \(FeedEvent.notify("m", "c.id::text", "ins.seq::text", replying ? "(ins.version + 1)::text" : "ins.version::text"))
+            WITH s AS MATERIALIZED (
+                SELECT * FROM store_sends(\(conversations), \(senders), \(bodies), \(clientIDs), \(replyTos), \(APILimits.threadParticipantsShown))
             )
-            SELECT EXISTS (SELECT 1 FROM member), r.created, r.same_body, \(parentState),
-                   \(MessageRow.positional("r", conversation: "$1", readers: "ARRAY[$2]"))
-            FROM (SELECT) AS one
-            LEFT JOIN (
-                SELECT true AS created, true AS same_body, \(MessageRow.positional("m")) FROM ins m
-                UNION ALL
-                SELECT false, m.same_body, \(MessageRow.positional("m")) FROM existing m
-            ) r ON true
+            SELECT s.send_position, s.is_member, s.parent_state, s.created, s.same_body, s.seq\(notification)
+            FROM s
             """
     }
+
+    /// A send alone, with one value per parameter (the `send` statement
+    /// pgbench runs beside the server).
+    static func alone(notifying: Bool = true) -> String {
+        text(
+            conversations: "ARRAY[$1::uuid]", senders: "ARRAY[$2::text]", bodies: "ARRAY[$3::text]",
+            clientIDs: "ARRAY[$4::text]", replyTos: "ARRAY[$5::int8]", notifying: notifying)
+    }
 }
 
-/// A send, prepared once per connection. It locks the conversation row,
-/// then checks under that lock that the sender is still a member, looks for
-/// an earlier message with this `client_id`, and only when there is none
-/// inserts the message with the conversation's next seq and version, and
-/// notifies the change feed (delivered at commit).
+/// A send alone, prepared once per connection.
 struct SendStatement: PostgresPreparedStatement {
-    static let name = "scrollback_send_v4"
-    static let sql = SendSQL.text(replying: false)
-    static let parameters = ["conversation_id", "sender", "body", "client_id"]
-    static let bindingDataTypes: [PostgresDataType] = [.uuid, .text, .text, .text]
+    static let name = "scrollback_send_v5"
+    static let sql = SendSQL.alone()
+    static let parameters = ["conversation_id", "sender", "body", "client_id", "reply_to"]
+    static let bindingDataTypes: [PostgresDataType] = [.uuid, .text, .text, .text, .int8]
 
-    var conversation: UUID
-    var sender: UserID
-    var body: String
-    var clientID: String?
+    var send: Send
 
-    /// Whether a reply's parent can be answered.
-    enum Parent: String, Sendable {
-        case usable, missing, deleted
-    }
-
-    struct Row: Sendable {
-        var isMember: Bool
-        var created: Bool
-        var sameBody: Bool
-        var parent: Parent
-        var message: Message?
+    init(_ send: Send) {
+        self.send = send
     }
 
     func makeBindings() throws -> PostgresBindings {
         var bindings = PostgresBindings(capacity: 5)
-        bindings.append(conversation)
-        bindings.append(sender.rawValue)
-        bindings.append(body)
-        bindings.append(clientID)
+        bindings.append(send.conversation)
+        bindings.append(send.sender.rawValue)
+        bindings.append(send.body)
+        bindings.append(send.clientID)
+        bindings.append(send.replyTo)
         return bindings
     }
 
-    func decodeRow(_ row: PostgresRow) throws -> Row {
-        var reader = RowReader(row)
-        return Row(
-            isMember: try reader.required(Bool.self), created: try reader.next(Bool.self) ?? false,
-            sameBody: try reader.next(Bool.self) ?? false,
-            parent: Parent(rawValue: try reader.required(String.self)) ?? .missing,
-            message: try reader.message(in: conversation))
+    func decodeRow(_ row: PostgresRow) throws -> SendRow {
+        try SendRow.decode(row, positionOffset: 1)
     }
 }
 
-/// A reply: a send with the parent's seq as `$5`.
-struct ReplyStatement: PostgresPreparedStatement {
-    static let name = "scrollback_reply_v1"
-    static let sql = SendSQL.text(replying: true)
-    static let bindingDataTypes: [PostgresDataType] = SendStatement.bindingDataTypes + [.int8]
+/// The sends of a group, prepared once per connection.
+struct SendGroupStatement: PostgresPreparedStatement {
+    static let name = "scrollback_send_group_v2"
+    /// A `client_id` of `''` and a `reply_to` of 0 are none: arrays of the
+    /// driver cannot hold NULL, a `client_id` is never empty and a seq is
+    /// never 0.
+    static let sql = SendSQL.text(
+        conversations: "$1", senders: "$2", bodies: "$3", clientIDs: "array_replace($4, '', NULL)",
+        replyTos: "array_replace($5, 0::int8, NULL)")
+    static let bindingDataTypes: [PostgresDataType] = [.uuidArray, .textArray, .textArray, .textArray, .int8Array]
 
-    var send: SendStatement
-    var replyTo: Int64
+    var sends: [Send]
 
     func makeBindings() throws -> PostgresBindings {
-        var bindings = try send.makeBindings()
-        bindings.append(replyTo)
+        var bindings = PostgresBindings(capacity: 5)
+        bindings.append(sends.map(\.conversation))
+        bindings.append(sends.map(\.sender.rawValue))
+        bindings.append(sends.map(\.body))
+        bindings.append(sends.map { $0.clientID ?? "" })
+        bindings.append(sends.map { $0.replyTo ?? 0 })
         return bindings
     }
 
-    func decodeRow(_ row: PostgresRow) throws -> SendStatement.Row {
-        try send.decodeRow(row)
+    func decodeRow(_ row: PostgresRow) throws -> SendRow {
+        try SendRow.decode(row, positionOffset: 1)
+    }
+}
+
+/// The messages a call of `store_sends` stored or found, read back once its
+/// commit is done, as every statement that returns messages reads them.
+struct StoredMessagesStatement: PostgresPreparedStatement {
+    struct Key: Sendable {
+        var position: Int
+        var seq: Int64
+    }
+
+    static let name = "scrollback_stored_messages_v1"
+    static let sql = """
+        SELECT r.position, \(MessageRow.positional("m", conversation: "m.conversation_id", readers: "ARRAY[m.sender]"))
+        FROM unnest($1::uuid[], $2::int8[], $3::int8[]) AS r (conversation_id, seq, position)
+        JOIN messages m ON m.conversation_id = r.conversation_id AND m.seq = r.seq
+        """
+    static let bindingDataTypes: [PostgresDataType] = [.uuidArray, .int8Array, .int8Array]
+
+    var sends: [Send]
+    var keys: [Key]
+
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 3)
+        bindings.append(keys.map { sends[$0.position].conversation })
+        bindings.append(keys.map(\.seq))
+        bindings.append(keys.map { Int64($0.position) })
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> (Int, Message) {
+        var reader = RowReader(row)
+        let position = Int(try reader.required(Int64.self))
+        guard sends.indices.contains(position), let message = try reader.message(in: sends[position].conversation)
+        else { throw MalformedRow() }
+        return (position, message)
     }
 }

@@ -30,7 +30,7 @@ public struct ScrollbackStore: Service {
     let sendGroups: SendGroups?
 
     /// `metrics` receives the pool's gauges, each operation's latency and
-    /// the timeouts (see the README's metrics); by default they go nowhere.
+    /// the timeouts (see the metrics in docs/operations.md); by default they go nowhere.
     public init(
         url: DatabaseURL, options: StoreOptions = StoreOptions(),
         metrics: any MetricsFactory = NOOPMetricsHandler.instance, logger: Logger

@@ -4,9 +4,10 @@ import PostgresNIO
 import ScrollbackModels
 
 /// Sends committed in groups: the sends that arrive while a commit is in
-/// flight are stored together, by one statement in one transaction with one
-/// notification (`send_group`, `sql/008_send_groups.sql`), instead of one
-/// statement, one commit and one notification each.
+/// flight are stored together, by one call of `store_sends` in one
+/// transaction with one notification (`sql/010_one_send_function.sql`, the
+/// function that stores every send), instead of one statement, one commit
+/// and one notification each.
 ///
 /// A send goes at once when no group is in flight. Otherwise it waits for
 /// the commit in flight, and goes with every send that arrived meanwhile, up
@@ -29,14 +30,6 @@ import ScrollbackModels
 /// goes in a later one, and finds the first. A group of one is the plain
 /// send statement.
 final class SendGroups: Sendable {
-    /// One send, as `ScrollbackStore.send` takes it (a reply is stored alone).
-    struct Send: Sendable, Equatable {
-        var conversation: UUID
-        var sender: UserID
-        var body: String
-        var clientID: String?
-    }
-
     /// At most this many sends in one group.
     let size: Int
     /// How long the oldest waiting send waits for the commit in flight
@@ -169,23 +162,15 @@ extension ScrollbackStore {
     public var sendsWaitingForAGroup: Int { sendGroups?.waitingCount ?? 0 }
 
     /// Stores the sends of one group: one result per send, in order.
-    func storeGroup(_ sends: [SendGroups.Send]) async -> [Result<SendOutcome, any Error>] {
-        if sends.count == 1, let send = sends.first {
-            let outcome = await Self.outcome { try await sendAlone(send) }
-            if Self.answeredByTheDatabase(outcome) { metrics.grouped(1) }
-            return [outcome]
+    func storeGroup(_ sends: [Send]) async -> [Result<SendOutcome, any Error>] {
+        if sends.count == 1 {
+            let outcomes = await Self.outcomes(count: 1) { try await storeSends(sends, as: .send) }
+            if outcomes.allSatisfy(Self.answeredByTheDatabase) { metrics.grouped(1) }
+            return outcomes
         }
         do {
-            let rows = try await self.rows(SendGroupStatement(sends: sends), writes: true, as: .sendGroup) {
-                [metrics] error in
-                guard SendGroupRefused.refuses(error) else { return nil }
-                if error.sqlState == "55P03" { metrics.timedOut(.lockTimeout) }
-                if error.sqlState == "57014" { metrics.timedOut(.statementTimeout) }
-                return SendGroupRefused(error: error)
-            }
+            let outcomes = try await storeSends(sends, as: .sendGroup, refusable: true)
             metrics.grouped(sends.count)
-            var outcomes = [Result<SendOutcome, any Error>](repeating: .failure(MalformedRow()), count: sends.count)
-            for row in rows { outcomes[row.position] = Result { try row.outcome() } }
             return outcomes
         } catch let refused as SendGroupRefused {
             // Rolled back as a whole, for something in one send or in one
@@ -197,7 +182,7 @@ extension ScrollbackStore {
                 "a group of sends was refused, storing them one by one", metadata: ["error": "\(refused.error)"])
             return await withTaskGroup(of: (Int, Result<SendOutcome, any Error>).self) { group in
                 for (index, send) in sends.enumerated() {
-                    group.addTask { (index, await Self.outcome { try await sendAlone(send) }) }
+                    group.addTask { (index, await Self.outcomes(count: 1) { try await storeSends([send], as: .send) }[0]) }
                 }
                 var outcomes = [Result<SendOutcome, any Error>](repeating: .failure(MalformedRow()), count: sends.count)
                 for await (index, outcome) in group { outcomes[index] = outcome }
@@ -217,11 +202,14 @@ extension ScrollbackStore {
         return error as? StoreError != .unavailable && error as? StoreError != .outcomeUnknown
     }
 
-    private static func outcome(_ body: () async throws -> SendOutcome) async -> Result<SendOutcome, any Error> {
+    /// The results of `body`, or its error as the result of each of `count` sends.
+    private static func outcomes(
+        count: Int, _ body: () async throws -> [Result<SendOutcome, any Error>]
+    ) async -> [Result<SendOutcome, any Error>] {
         do {
-            return .success(try await body())
+            return try await body()
         } catch {
-            return .failure(error)
+            return Array(repeating: .failure(error), count: count)
         }
     }
 }
@@ -237,58 +225,5 @@ struct SendGroupRefused: Error {
         guard error.code == .server, let state = error.sqlState else { return false }
         if ["40001", "40P01", "25006"].contains(state) { return false }
         return !(state.hasPrefix("08") || state.hasPrefix("53") || state.hasPrefix("57P"))
-    }
-}
-
-/// The sends of a group, stored by `send_group` (one transaction: the
-/// conversations locked in id order, then every send checked and stored
-/// with a snapshot taken after the locks, then one notification), each
-/// answered with its message as a send alone returns it.
-struct SendGroupStatement: PostgresPreparedStatement {
-    static let name = "scrollback_send_group_v1"
-    /// A `client_id` of `''` is none: arrays of the driver cannot hold
-    /// NULL, and a `client_id` is never empty.
-    static let sql = """
-        SELECT g.send_position, g.is_member, g.created, g.same_body,
-               \(MessageRow.positional("m", conversation: "m.conversation_id", readers: "ARRAY[m.sender]"))
-        FROM send_group($1, $2, $3, array_replace($4, '', NULL)) g
-        LEFT JOIN LATERAL (SELECT (g.message).*) m ON true
-        """
-    static let bindingDataTypes: [PostgresDataType] = [.uuidArray, .textArray, .textArray, .textArray]
-
-    var sends: [SendGroups.Send]
-
-    struct Row: Sendable {
-        /// The send's index in the group.
-        var position: Int
-        var isMember: Bool
-        var created: Bool
-        var sameBody: Bool
-        var message: Message?
-
-        /// What a send alone would have answered.
-        func outcome() throws -> SendOutcome {
-            guard isMember else { throw StoreError.conversationNotFound }
-            guard let message else { throw MalformedRow() }
-            return try .answer(message, created: created, sameBody: sameBody)
-        }
-    }
-
-    func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 4)
-        bindings.append(sends.map(\.conversation))
-        bindings.append(sends.map(\.sender.rawValue))
-        bindings.append(sends.map(\.body))
-        bindings.append(sends.map { $0.clientID ?? "" })
-        return bindings
-    }
-
-    func decodeRow(_ row: PostgresRow) throws -> Row {
-        var reader = RowReader(row)
-        let position = Int(try reader.required(Int64.self)) - 1
-        guard sends.indices.contains(position) else { throw MalformedRow() }
-        return Row(
-            position: position, isMember: try reader.required(Bool.self), created: try reader.required(Bool.self),
-            sameBody: try reader.required(Bool.self), message: try reader.message(in: sends[position].conversation))
     }
 }

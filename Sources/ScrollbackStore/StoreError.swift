@@ -7,7 +7,7 @@ public enum StoreError: Error, Equatable, Sendable {
     /// The user named is not a member of the conversation.
     case memberNotFound
     /// The caller is a member but may not do this.
-    case forbidden(String)
+    case forbidden(Forbidden)
     /// The same client_id was used before with a different body.
     case idempotencyConflict
     /// No message with that seq in the conversation.
@@ -35,4 +35,15 @@ public enum StoreError: Error, Equatable, Sendable {
     /// died, or the database stopped answering, while it ran). It may or may
     /// not be stored: a retry with the same `client_id` settles it.
     case outcomeUnknown
+
+    /// What a member may not do. The sentences a client reads are written
+    /// at the HTTP edge (`APIError`), from these reasons.
+    public enum Forbidden: Sendable, Equatable {
+        /// Only a message's sender may edit it.
+        case editAnotherSendersMessage
+        /// Only a message's sender or the conversation's creator may delete it.
+        case deleteAnotherSendersMessage
+        /// Only the creator may remove other members; a member may remove themself.
+        case removeAnotherMember
+    }
 }

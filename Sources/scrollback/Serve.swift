@@ -6,7 +6,7 @@ import ScrollbackStore
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run the HTTP server (on the embedded PostgreSQL unless DATABASE_URL is set).",
-        discussion: "Every setting is an environment variable; see the configuration table in the README.")
+        discussion: "Every setting is an environment variable; see the configuration table in docs/operations.md.")
 
     @Option(help: "Address to listen on (overrides HOST; default 127.0.0.1).")
     var host: String?

@@ -49,8 +49,11 @@ import Testing
             #expect(try await mallory.next().errorCode == .conversationNotFound)
             try mallory.send(.send(conversationId: id, body: "let me in", clientId: "m1"))
             #expect(try await mallory.next() == .error(code: .conversationNotFound, message: APIError.conversationNotFound.message, ref: "m1"))
-            try mallory.send(.typing(conversationId: id))
-            #expect(try await mallory.next().errorCode == .conversationNotFound)
+            // Every typing notice, not only the first of an interval.
+            for _ in 0..<2 {
+                try mallory.send(.typing(conversationId: id))
+                #expect(try await mallory.next().errorCode == .conversationNotFound)
+            }
             try await cluster.send(2, to: id, as: "alice")
             #expect(await mallory.drain(for: .milliseconds(500)).isEmpty)
         }

@@ -101,7 +101,7 @@ import Testing
         }
     }
 
-    /// The order the README gives a client: subscribe, fetch the newest
+    /// The order docs/protocol.md gives a client: subscribe, fetch the newest
     /// page, merge by seq. Under concurrent sends the merge has no gap.
     @Test func subscribeThenFetchThenMergeHasNoGap() async throws {
         try await LiveCluster.run { cluster in

@@ -32,7 +32,7 @@ import Testing
 
     /// Every line of the exposition is a comment or `name{labels} value`,
     /// every series belongs to a family with a `# TYPE`, and every family is
-    /// documented in the README: made without a database (a store's metrics
+    /// documented in docs/operations.md: made without a database (a store's metrics
     /// are registered when it is created, before it connects).
     @Test func theExpositionIsPrometheusTextAndEveryMetricIsDocumented() async throws {
         let metrics = ScrollbackMetrics()
@@ -68,17 +68,17 @@ import Testing
         #expect(exposition.value("scrollback_live_sockets") == 0)
         #expect(exposition.value("scrollback_live_listening") == 0)
 
-        let readme = try String(contentsOf: Self.repositoryRoot.appending(path: "README.md"), encoding: .utf8)
+        let operations = try String(contentsOf: Self.repositoryRoot.appending(path: "docs/operations.md"), encoding: .utf8)
         for family in exposition.types.keys.sorted() {
-            #expect(readme.contains("`\(family)`"), "the README's metrics section does not list \(family)")
+            #expect(operations.contains("`\(family)`"), "docs/operations.md's metrics section does not list \(family)")
         }
         for statement in StatementName.allCases {
-            #expect(readme.contains("`\(statement.rawValue)`"), "the README does not name statement \(statement.rawValue)")
+            #expect(operations.contains("`\(statement.rawValue)`"), "docs/operations.md does not name statement \(statement.rawValue)")
         }
         // Every `kind` the table lists for a labelled counter is a series
         // from the start (0), not only after its first event.
         for family in ["scrollback_live_notifications_total", "scrollback_rate_limited_total", "scrollback_refused_connections_total"] {
-            let row = try #require(readme.split(separator: "\n").first { $0.hasPrefix("| `\(family)` |") }, "\(family)")
+            let row = try #require(operations.split(separator: "\n").first { $0.hasPrefix("| `\(family)` |") }, "\(family)")
             let description = try #require(row.split(separator: "|").last)
             let kinds = description.split(separator: "`").enumerated().filter { $0.offset % 2 == 1 }.map { String($0.element) }
                 .filter { !$0.hasPrefix("SCROLLBACK_") }

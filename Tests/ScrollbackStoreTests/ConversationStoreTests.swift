@@ -122,7 +122,7 @@ import Testing
                 try await store.addMember("eve", to: conversation.id, by: "mallory")
             }
             // bob may not remove dave; dave may leave; the creator may remove bob.
-            await #expect(throws: StoreError.forbidden("Only the conversation's creator can remove other members; a member can remove themself.")) {
+            await #expect(throws: StoreError.forbidden(.removeAnotherMember)) {
                 try await store.removeMember("dave", from: conversation.id, by: "bob")
             }
             try await store.removeMember("dave", from: conversation.id, by: "dave")

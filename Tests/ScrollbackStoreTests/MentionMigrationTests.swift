@@ -13,7 +13,7 @@ import Testing
             let before = Migration.embedded.filter { $0.version < 7 }
             try await store.migrate(before)
             let id = try await store.createConversation(creator: "alice", title: nil, members: ["bob"]).id
-            for n in 1...3 { _ = try await store.send(to: id, from: "alice", body: "@bob old \(n)", clientID: nil) }
+            for n in 1...3 { try await store.appendPlainly("@bob old \(n)", from: "alice", to: id) }
             let stored = try await store.page(of: id, for: "bob", anchor: .newest, limit: 10).messages
 
             let applied = try await store.migrate()

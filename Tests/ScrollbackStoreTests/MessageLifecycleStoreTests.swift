@@ -18,7 +18,7 @@ import Testing
             #expect(edited.body == "bob's, edited" && edited.version == 3 && edited.editedAt != nil && !edited.deleted)
             #expect(edited.seq == fromBob.seq && edited.createdAt == fromBob.createdAt)
             for other: UserID in ["alice", "carol"] {
-                await #expect(throws: StoreError.forbidden("Only the sender can edit a message.")) {
+                await #expect(throws: StoreError.forbidden(.editAnotherSendersMessage)) {
                     try await store.edit(fromBob.seq, in: id, by: other, body: "hijack")
                 }
             }
@@ -30,7 +30,7 @@ import Testing
             }
 
             // Delete: the sender or the creator; not another member.
-            await #expect(throws: StoreError.forbidden("Only the sender or the conversation's creator can delete a message.")) {
+            await #expect(throws: StoreError.forbidden(.deleteAnotherSendersMessage)) {
                 try await store.delete(fromCarol.seq, in: id, by: "bob")
             }
             let bySender = try await store.delete(fromBob.seq, in: id, by: "bob").message

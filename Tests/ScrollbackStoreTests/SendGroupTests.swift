@@ -43,37 +43,6 @@ import Testing
         try #require(store.sendsWaitingForAGroup == count)
     }
 
-    /// Every raw payload on the feed's channel while `body` runs.
-    static func payloads(
-        on store: ScrollbackStore, _ body: () async throws -> Void
-    ) async throws -> [String] {
-        let received = NIOLockedValueBox<[String]>([])
-        try await TestDatabase.otherConnection(to: store) { listener in
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                let listening = NIOLockedValueBox(false)
-                group.addTask {
-                    try await listener.listen(on: FeedEvent.channel) { notifications in
-                        listening.withLockedValue { $0 = true }
-                        for try await notification in notifications {
-                            received.withLockedValue { $0.append(notification.payload) }
-                        }
-                    }
-                }
-                while !listening.withLockedValue({ $0 }) { try await Task.sleep(for: .milliseconds(5)) }
-                try await body()
-                // Notifications of a commit arrive after its answer: the
-                // marker is notified after every write above committed.
-                _ = try await listener.query("SELECT pg_notify(\(FeedEvent.channel), 'marker')", logger: .init(label: "test"))
-                let deadline = ContinuousClock.now + .seconds(60)
-                while !received.withLockedValue({ $0.contains("marker") }), ContinuousClock.now < deadline {
-                    try await Task.sleep(for: .milliseconds(5))
-                }
-                group.cancelAll()
-            }
-        }
-        return received.withLockedValue { $0 }.filter { $0 != "marker" }
-    }
-
     /// The sends that wait behind a commit held back by a lock go together
     /// when it ends: each gets what it would alone (stored in order, a
     /// replay, a conflict, not a member, no such conversation), a repeated
@@ -103,7 +72,7 @@ import Testing
             var results: [Result<SendOutcome, StoreError>] = []
             // The channel is the database's: other tests' schemas notify on it too.
             let ours = [one, two].map { $0.uuidString.lowercased() }
-            let payloads = try await Self.payloads(on: store) {
+            let payloads = try await TestDatabase.feedPayloads(on: store) {
                 results = try await StoreMetricsTests.holdingRow(of: one, in: store) { holder in
                     // The first send holds the only group in flight, waiting for the lock.
                     let first = Task { await Self.attempt { try await store.send(to: one, from: "bob", body: "first", clientID: nil) } }
@@ -173,12 +142,108 @@ import Testing
             // repeats stored nothing and notified nothing.
             let ourPayloads = payloads.filter { payload in ours.contains { payload.contains($0) } }
             #expect(ourPayloads.count == 2, "\(ourPayloads)")
-            #expect(ourPayloads.first == "m:\(ours[0]):2:2")
+            #expect(ourPayloads.first == "g:\(ours[0]):2:2")
             let group = try #require(ourPayloads.last)
             let events = FeedEvent.events(in: group)
             #expect(group.hasPrefix("g:") && events.count == 2)
             #expect(events.contains(.changed(conversation: one, seq: 4, version: 4)))
             #expect(events.contains(.changed(conversation: two, seq: 2, version: 2)))
+        }
+    }
+
+    /// Replies go in groups too, and a group stores exactly what the same
+    /// sends store one at a time: the same answers (a reply to a missing or
+    /// deleted message refused, a non-member refused, a repeated
+    /// `client_id` replayed), the same seqs and versions, the same thread
+    /// summaries on the root (two replies to one root in one group count
+    /// twice and list both participants, the root ending at the version
+    /// after the last reply).
+    @Test func aGroupOfRepliesStoresWhatTheSameSendsStoreOneByOne() async throws {
+        let metrics = TestMetrics()
+        try await Self.withStore(metrics) { store in
+            typealias Attempt = (sender: UserID, body: String, clientID: String?, replyTo: Int64?)
+            let batch: [Attempt] = [
+                ("alice", "r1", nil, 1),  // to the root
+                ("bob", "r2", nil, 3),  // to a reply: joins the root's thread
+                ("carol", "not a member", nil, nil),
+                ("alice", "to nothing", nil, 99),
+                ("bob", "to a tombstone", nil, 2),
+                ("bob", "plain", nil, nil),
+                ("alice", "r3", "k", 1),
+                ("alice", "r3", "k", 1),  // the same client_id: the next group, a replay
+            ]
+            func prepare() async throws -> UUID {
+                let id = try await store.createConversation(creator: "alice", title: nil, members: ["bob"]).id
+                _ = try await store.send(to: id, from: "alice", body: "root", clientID: nil)
+                _ = try await store.send(to: id, from: "bob", body: "doomed", clientID: nil)
+                _ = try await store.delete(2, in: id, by: "bob")
+                _ = try await store.send(to: id, from: "alice", body: "first reply", clientID: nil, replyTo: 1)
+                return id
+            }
+            func send(_ attempt: Attempt, to id: UUID) async -> Result<SendOutcome, StoreError> {
+                await Self.attempt {
+                    try await store.send(
+                        to: id, from: attempt.sender, body: attempt.body, clientID: attempt.clientID,
+                        replyTo: attempt.replyTo)
+                }
+            }
+
+            // One by one, each awaited: every send a group of one.
+            let alone = try await prepare()
+            _ = try await store.send(to: alone, from: "alice", body: "first", clientID: nil)
+            var aloneResults: [Result<SendOutcome, StoreError>] = []
+            for attempt in batch { aloneResults.append(await send(attempt, to: alone)) }
+
+            // Together: the batch waits behind a send held by a lock.
+            let grouped = try await prepare()
+            let before = Self.groups(metrics)
+            let groupedResults = try await StoreMetricsTests.holdingRow(of: grouped, in: store) { holder in
+                let first = Task { await Self.attempt { try await store.send(to: grouped, from: "alice", body: "first", clientID: nil) } }
+                try await FailureSemanticsTests.waitUntilBlocked(holder)
+                return try await withThrowingTaskGroup(of: (Int, Result<SendOutcome, StoreError>).self) { group in
+                    for (index, attempt) in batch.enumerated() {
+                        group.addTask { (index, await send(attempt, to: grouped)) }
+                        try await Self.waitUntilWaiting(index + 1, in: store)
+                    }
+                    try await holder.query("ROLLBACK", logger: .init(label: "test"))
+                    try await holder.query("BEGIN", logger: .init(label: "test"))
+                    _ = try await first.value.get()
+                    var results = [Result<SendOutcome, StoreError>?](repeating: nil, count: batch.count)
+                    for try await (index, result) in group { results[index] = result }
+                    return results.map { $0! }
+                }
+            }
+            // The first send, the batch but its repeat, the repeat.
+            #expect(Self.groups(metrics).groups - before.groups == 3 && Self.fallbacks(metrics) == 0)
+
+            func answer(_ result: Result<SendOutcome, StoreError>) -> String {
+                switch result {
+                case .success(.created(let message)):
+                    "created \(message.seq) v\(message.version) reply_to \(message.replyTo?.seq ?? 0) root \(message.threadRoot ?? 0)"
+                case .success(.replayed(let message)): "replayed \(message.seq)"
+                case .failure(let error): "\(error)"
+                }
+            }
+            #expect(groupedResults.map(answer) == aloneResults.map(answer))
+            #expect(aloneResults.map(answer) == [
+                "created 5 v7 reply_to 1 root 1", "created 6 v9 reply_to 3 root 1", "conversationNotFound",
+                "replyTargetMissing(99)", "replyTargetDeleted", "created 7 v11 reply_to 0 root 0",
+                "created 8 v12 reply_to 1 root 1", "replayed 8",
+            ])
+            func state(_ id: UUID) async throws -> [String] {
+                try await store.values(
+                    String.self,
+                    """
+                    SELECT concat_ws(' ', seq, sender, body, version, deleted, reply_to, thread_root, reply_count,
+                                     array_to_string(thread_participants, ','))
+                    FROM messages WHERE conversation_id = \(id) ORDER BY seq
+                    """)
+                    + store.values(String.self, "SELECT last_seq || ':' || version FROM conversations WHERE id = \(id)")
+            }
+            let groupedState = try await state(grouped)
+            #expect(groupedState == (try await state(alone)))
+            #expect(groupedState.first == "1 alice root 13 f 4 alice,bob")
+            #expect(groupedState.last == "8:13")
         }
     }
 

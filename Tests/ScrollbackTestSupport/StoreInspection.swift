@@ -1,10 +1,30 @@
+import Foundation
+import NIOConcurrencyHelpers
 import PostgresNIO
+import ScrollbackModels
 @testable import ScrollbackStore
 
 extension ScrollbackStore {
     /// The first column of every row of `query`, run on the store's own
     /// schema: for tests that look behind the API at what is stored (on
     /// the pool, but not timed as any of the store's statements).
+    /// Appends a message by plain SQL, as a send of any schema from
+    /// `002` on stores it: for tests of a migration, whose schema is older
+    /// than the function the store sends with (`store_sends`, `sql/010`).
+    public func appendPlainly(_ body: String, from sender: UserID, to id: UUID) async throws {
+        _ = try await values(
+            Int64.self,
+            """
+            WITH c AS (
+                UPDATE conversations SET last_seq = last_seq + 1, version = version + 1 WHERE id = \(id)
+                RETURNING id, last_seq, version
+            )
+            INSERT INTO messages (conversation_id, seq, sender, body, version)
+            SELECT id, last_seq, \(sender.rawValue), \(body), version FROM c
+            RETURNING seq
+            """)
+    }
+
     public func values<T: PostgresDecodable>(_ type: T.Type, _ query: PostgresQuery) async throws -> [T] {
         try await client.withConnection { [logger] connection in
             try await connection.query(query, logger: logger).collect()
@@ -30,5 +50,36 @@ extension TestDatabase {
             }
             return try await body(connection)
         }
+    }
+
+    /// Every raw payload on the feed's channel while `body` runs.
+    public static func feedPayloads(
+        on store: ScrollbackStore, _ body: () async throws -> Void
+    ) async throws -> [String] {
+        let received = NIOLockedValueBox<[String]>([])
+        try await TestDatabase.otherConnection(to: store) { listener in
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                let listening = NIOLockedValueBox(false)
+                group.addTask {
+                    try await listener.listen(on: FeedEvent.channel) { notifications in
+                        listening.withLockedValue { $0 = true }
+                        for try await notification in notifications {
+                            received.withLockedValue { $0.append(notification.payload) }
+                        }
+                    }
+                }
+                while !listening.withLockedValue({ $0 }) { try await Task.sleep(for: .milliseconds(5)) }
+                try await body()
+                // Notifications of a commit arrive after its answer: the
+                // marker is notified after every write above committed.
+                _ = try await listener.query("SELECT pg_notify(\(FeedEvent.channel), 'marker')", logger: .init(label: "test"))
+                let deadline = ContinuousClock.now + .seconds(60)
+                while !received.withLockedValue({ $0.contains("marker") }), ContinuousClock.now < deadline {
+                    try await Task.sleep(for: .milliseconds(5))
+                }
+                group.cancelAll()
+            }
+        }
+        return received.withLockedValue { $0 }.filter { $0 != "marker" }
     }
 }

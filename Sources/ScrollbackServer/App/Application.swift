@@ -1,0 +1,100 @@
+import Hummingbird
+import HummingbirdCore
+import HummingbirdWebSocket
+import ScrollbackModels
+import Logging
+import ScrollbackStore
+import ServiceLifecycle
+
+/// The HTTP and WebSocket server on `store`, which the caller runs (see
+/// `runScrollback`). With `migrateOnStart`, pending migrations are applied
+/// before the server accepts its first request; then the search
+/// configuration is checked and set, and the search backfill starts. Without `live`, the
+/// application runs its own live delivery as one of its services; pass one to
+/// run it beside the application instead, so that a shutdown closes the
+/// sockets (1001) before the server stops. Requests and live delivery are
+/// recorded into `metrics` when given (see `buildMetricsApplication`).
+public func buildApplication(
+    configuration: ScrollbackConfiguration, store: ScrollbackStore, logger: Logger, migrateOnStart: Bool = true,
+    live: LiveDelivery? = nil, metrics: ScrollbackMetrics? = nil,
+    onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+) async throws -> some ApplicationProtocol {
+    guard let secret = configuration.jwtSecret else {
+        throw ScrollbackConfiguration.Failure("SCROLLBACK_JWT_SECRET is not set.")
+    }
+    let tokens = try await TokenAuthority(secret: secret)
+    let delivery = live ?? LiveDelivery(store: store, options: configuration.liveOptions, metrics: metrics, logger: logger)
+    let limiter = RateLimiter(limits: configuration.rateLimits) { action in metrics?.rateLimited(kind: action.rawValue) }
+    let commands = MemberCommands(store: store, limiter: limiter)
+    let stream = StreamController(
+        session: StreamSession(
+            live: delivery, tokens: tokens, store: store, limiter: limiter, commands: commands, logger: logger),
+        allowedOrigins: configuration.streamOrigins)
+    let webSocketResponder = stream.webSocketRouter().buildResponder()
+    let channelConfiguration = HTTP1WebSocketUpgradeChannel.Configuration(
+        // Idle and slow connections are the slow-client guard's (see
+        // `RequestTimer`); the observer tells it where requests begin and end.
+        http1: .init(additionalChannelHandlers: [RequestBoundaryObserver()], idleTimeout: nil),
+        ws: .init(
+            maxFrameSize: APILimits.maxStreamFrameBytes,
+            autoPing: .enabled(timePeriod: delivery.options.pingInterval),
+            closeTimeout: .seconds(5),
+            validateUTF8: true))
+    let gate = ConnectionGate(limit: configuration.connections.maxConnections)
+    let connections = configuration.connections
+    var app = Application(
+        router: buildRouter(
+            store: store, tokens: tokens, live: delivery, commands: commands, metrics: metrics, demo: configuration.demo,
+            maxBodyBytes: configuration.connections.maxBodyBytes),
+        server: HTTPServerBuilder { responder in
+            GuardedChildChannel(
+                base: HTTP1WebSocketUpgradeChannel(
+                    responder: responder, webSocketResponder: webSocketResponder, configuration: channelConfiguration),
+                limits: connections, gate: gate, onRefused: { metrics?.refusedConnection(kind: "http") },
+                onTimedOut: { metrics?.refusedConnection(kind: "timed_out") },
+                onBodyTooLarge: { metrics?.refusedConnection(kind: "body_too_large") })
+        },
+        configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "scrollback"),
+        onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) },
+        logger: logger)
+    if live == nil { app.addServices(delivery) }
+    // The search's backfill starts once the schema is there and its
+    // configuration is set; an unknown configuration stops the start.
+    let (searchReady, searchReadiness) = AsyncStream<Bool>.makeStream()
+    app.addServices(SearchBackfill(store: store, logger: logger, ready: searchReady))
+    app.beforeServerStarts {
+        if migrateOnStart { try await store.migrate() }
+        searchReadiness.yield(try await SearchBackfill.configure(configuration.searchConfig, store: store, logger: logger))
+        searchReadiness.finish()
+    }
+    return app
+}
+
+/// Runs the service until SIGTERM or SIGINT: the store's pool, the HTTP and
+/// WebSocket server, live delivery and, with a metrics port, the metrics
+/// server under one service group. A shutdown goes in reverse: the sockets
+/// are closed with 1001 first, then the server finishes the requests in
+/// flight, then the metrics server and the pool close. `metrics` should be
+/// the one whose `factory` the store was given.
+public func runScrollback(
+    configuration: ScrollbackConfiguration, store: ScrollbackStore, metrics: ScrollbackMetrics = ScrollbackMetrics(),
+    logger: Logger
+) async throws {
+    let live = LiveDelivery(store: store, options: configuration.liveOptions, metrics: metrics, logger: logger)
+    let app = try await buildApplication(
+        configuration: configuration, store: store, logger: logger, live: live, metrics: metrics)
+    var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: store)]
+    if let port = configuration.metricsPort {
+        services.append(
+            .init(
+                service: buildMetricsApplication(
+                    metrics: metrics, live: live, host: configuration.host, port: port, logger: logger)))
+    }
+    services += [.init(service: app), .init(service: live)]
+    let group = ServiceGroup(
+        configuration: .init(
+            services: services,
+            gracefulShutdownSignals: [.sigterm, .sigint],
+            logger: logger))
+    try await group.run()
+}

@@ -1,0 +1,93 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import ScrollbackModels
+import ScrollbackStore
+
+/// `/v1/conversations` and their members.
+struct ConversationController {
+    let store: ScrollbackStore
+    let limiter: RateLimiter
+    let commands: MemberCommands
+
+    func addRoutes(to group: RouterGroup<ScrollbackRequestContext>) {
+        group.post("conversations", use: create)
+        group.get("conversations", use: list)
+        group.get("conversations/:id", use: show)
+        group.post("conversations/:id/members", use: addMember)
+        group.delete("conversations/:id/members/:user_id", use: removeMember)
+        group.put("conversations/:id/read", use: markRead)
+        group.post("conversations/:id/typing", use: typing)
+    }
+
+    @Sendable func create(_ request: Request, context: ScrollbackRequestContext) async throws -> JSONBody<Conversation> {
+        let user = try context.requireUser()
+        let input = try await RequestBody.decode(CreateConversationRequest.self, from: request, context: context)
+        let title = try Validation.title(input.title)
+        let members = try Validation.members(input.members, creator: user)
+        try limiter.check(.conversation, for: user)
+        let conversation = try await store.createConversation(creator: user, title: title, members: members)
+        return JSONBody(conversation, status: .created)
+    }
+
+    @Sendable func list(_ request: Request, context: ScrollbackRequestContext) async throws -> JSONBody<ConversationList> {
+        let user = try context.requireUser()
+        let query = QueryParameters(request)
+        let limit = try query.limit()
+        let position = try query.single("cursor").map(ConversationCursor.decode)
+        let page = try await store.conversations(for: user, limit: limit, after: position)
+        return JSONBody(
+            ConversationList(
+                conversations: page.conversations, nextCursor: page.next.map(ConversationCursor.encode),
+                activityChanged: page.activityChanged))
+    }
+
+    @Sendable func show(_ request: Request, context: ScrollbackRequestContext) async throws -> JSONBody<Conversation> {
+        let user = try context.requireUser()
+        return JSONBody(try await store.conversation(try Self.conversationID(context), for: user))
+    }
+
+    @Sendable func addMember(_ request: Request, context: ScrollbackRequestContext) async throws -> JSONBody<Conversation> {
+        let user = try context.requireUser()
+        let id = try Self.conversationID(context)
+        let input = try await RequestBody.decode(AddMemberRequest.self, from: request, context: context)
+        let member = try Validation.userID(input.userId, field: "user_id")
+        try limiter.check(.member, for: user)
+        return JSONBody(try await store.addMember(member, to: id, by: user))
+    }
+
+    @Sendable func removeMember(_ request: Request, context: ScrollbackRequestContext) async throws
+        -> HTTPResponse.Status
+    {
+        let user = try context.requireUser()
+        let id = try Self.conversationID(context)
+        let member = try Validation.userID(context.pathParameter("user_id") ?? "", field: "user_id")
+        try await store.removeMember(member, from: id, by: user)
+        return .noContent
+    }
+
+    /// Moves the caller's read marker forward (never backwards).
+    @Sendable func markRead(_ request: Request, context: ScrollbackRequestContext) async throws -> JSONBody<ReadMarker> {
+        let user = try context.requireUser()
+        let id = try Self.conversationID(context)
+        let input = try await RequestBody.decode(ReadMarkerRequest.self, from: request, context: context)
+        return JSONBody(try await commands.markRead(input.seq, in: id, by: user))
+    }
+
+    /// Tells the conversation's live subscribers that the caller is typing,
+    /// as the socket's `typing` frame does, for clients that are not on a
+    /// socket (`MemberCommands.typing`).
+    @Sendable func typing(_ request: Request, context: ScrollbackRequestContext) async throws -> HTTPResponse.Status {
+        let user = try context.requireUser()
+        try await commands.typing(in: try Self.conversationID(context), by: user)
+        return .noContent
+    }
+
+    /// A path id that is not a UUID names no conversation: the same 404.
+    static func conversationID(_ context: ScrollbackRequestContext) throws -> UUID {
+        guard let text = context.pathParameter("id"), let id = UUID(uuidString: text) else {
+            throw APIError.conversationNotFound
+        }
+        return id
+    }
+}

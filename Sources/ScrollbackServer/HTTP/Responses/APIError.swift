@@ -1,0 +1,115 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import ScrollbackModels
+import ScrollbackStore
+
+/// An error a client sees: a status, a snake_case code and a sentence that
+/// says what to fix. Every error response has this one JSON shape.
+public struct APIError: Error, HTTPResponseError, Equatable {
+    public var status: HTTPResponse.Status
+    public var code: APIErrorCode
+    public var message: String
+    public var headers: HTTPFields
+
+    public init(_ status: HTTPResponse.Status, _ code: APIErrorCode, _ message: String, headers: HTTPFields = [:]) {
+        self.status = status
+        self.code = code
+        self.message = message
+        self.headers = headers
+    }
+
+    public func response(from request: Request, context: some RequestContext) throws -> Response {
+        var response = try JSONResponse.make(APIErrorBody(code: code, message: message), status: status)
+        response.headers.append(contentsOf: headers)
+        return response
+    }
+
+    // MARK: - The catalogue
+
+    static func badRequest(_ code: APIErrorCode, _ message: String) -> APIError {
+        APIError(.badRequest, code, message)
+    }
+
+    static func unprocessable(_ code: APIErrorCode, _ message: String) -> APIError {
+        APIError(.unprocessableContent, code, message)
+    }
+
+    static func unauthorized(_ message: String) -> APIError {
+        APIError(
+            .unauthorized, .unauthorized, message,
+            headers: [.wwwAuthenticate: #"Bearer realm="scrollback", error="invalid_token""#])
+    }
+
+    static let conversationNotFound = APIError(
+        .notFound, .conversationNotFound,
+        "No conversation with this id is visible to you: it does not exist or you are not a member.")
+
+    static let unavailable = APIError(
+        .serviceUnavailable, .serviceUnavailable,
+        "The database is unreachable right now. Retry after a moment.", headers: [.retryAfter: "1"])
+
+    /// With `Connection: close`: the rest of the body is not read, so the
+    /// connection cannot carry another request.
+    static func payloadTooLarge(limit: Int) -> APIError {
+        let size = limit.isMultiple(of: 1024) ? "\(limit / 1024) KiB" : "\(limit) bytes"
+        return APIError(
+            .contentTooLarge, .payloadTooLarge, "The request body must be at most \(size).", headers: [.connection: "close"])
+    }
+
+    /// The one place where store outcomes become HTTP statuses.
+    init(_ error: StoreError) {
+        switch error {
+        case .conversationNotFound:
+            self = .conversationNotFound
+        case .memberNotFound:
+            self.init(.notFound, .memberNotFound, "That user is not a member of this conversation.")
+        case .forbidden(.editAnotherSendersMessage):
+            self.init(.forbidden, .forbidden, "Only the sender can edit a message.")
+        case .forbidden(.deleteAnotherSendersMessage):
+            self.init(.forbidden, .forbidden, "Only the sender or the conversation's creator can delete a message.")
+        case .forbidden(.removeAnotherMember):
+            self.init(
+                .forbidden, .forbidden,
+                "Only the conversation's creator can remove other members; a member can remove themself.")
+        case .idempotencyConflict:
+            self.init(
+                .conflict, .idempotencyConflict,
+                "This client_id was already used for a different message in this conversation; use a new client_id for a new message."
+            )
+        case .messageNotFound:
+            self.init(.notFound, .messageNotFound, "This conversation has no message with that seq.")
+        case .messageDeleted:
+            self.init(
+                .conflict, .messageDeleted, "This message was deleted; a deleted message cannot be edited or reacted to.")
+        case .replyTargetMissing(let seq):
+            self.init(
+                .unprocessableContent, .invalidReplyTo,
+                "Field `reply_to` must be the seq of a message in this conversation; there is no message \(seq).")
+        case .replyTargetDeleted:
+            self.init(.conflict, .messageDeleted, "The message replied to was deleted; a deleted message cannot be answered.")
+        case .tooManyReactions(let limit):
+            self.init(
+                .conflict, .tooManyReactions,
+                "A message can have at most \(limit) different reactions; react with one it already has.")
+        case .notAThreadRoot(let root):
+            self.init(
+                .unprocessableContent, .notAThreadRoot,
+                "This message is a reply in the thread of message \(root); threads are read from their first message.")
+        case .readBeyondNewest(let lastSeq):
+            self.init(
+                .unprocessableContent, .invalidReadSeq,
+                "Field `seq` must not be beyond the newest message's seq (\(lastSeq)).")
+        case .conversationFull(let limit):
+            self.init(
+                .unprocessableContent, .tooManyMembers, "A conversation can have at most \(limit) members.")
+        case .unavailable:
+            self = .unavailable
+        case .outcomeUnknown:
+            self.init(
+                .serviceUnavailable, .outcomeUnknown,
+                "The database did not confirm whether this change was stored. Retry it: a send retried with the same client_id returns the stored message instead of storing it twice.",
+                headers: [.retryAfter: "1"])
+        }
+    }
+}

@@ -1,0 +1,131 @@
+import Foundation
+import Logging
+import Metrics
+import ScrollbackModels
+import ScrollbackStore
+import ServiceLifecycle
+
+/// Live delivery of one instance, as a `Service`: the change feed's
+/// listening connection (reconnected by the store), the catch-up worker
+/// that reads what the feed announced and hands it to the hub, and the
+/// periodic statistics line. On graceful shutdown every socket is closed
+/// with 1001 once the frame it is handling is answered, before the HTTP
+/// server stops (run it after the application in the service group).
+public struct LiveDelivery: Service {
+    let hub = LiveHub()
+    let counters: LiveCounters
+    let metrics: LiveMetrics
+    let store: ScrollbackStore
+    let options: LiveOptions
+    let logger: Logger
+
+    /// Records into `metrics` when given (the same as the application's).
+    public init(
+        store: ScrollbackStore, options: LiveOptions = LiveOptions(), metrics: ScrollbackMetrics? = nil, logger: Logger
+    ) {
+        self.store = store
+        self.options = options
+        self.metrics = metrics?.live ?? LiveMetrics(factory: NOOPMetricsHandler.instance)
+        self.counters = LiveCounters(
+            slowConsumerCloses: self.metrics.slowConsumerCloses,
+            onRefusedSocket: { metrics?.refusedConnection(kind: "socket") })
+        self.logger = logger
+    }
+
+    /// Whether the change feed's listening connection is in place (part of
+    /// `/readyz`).
+    public var isListening: Bool {
+        get async { await hub.isListening }
+    }
+
+    public func run() async throws {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { [store, hub, options, metrics] in
+                await store.listenToFeed(probeInterval: options.probeInterval) { signal in
+                    metrics.received(signal)
+                    await hub.handle(signal)
+                }
+            }
+            group.addTask { await catchUp() }
+            group.addTask { await logStatistics() }
+            // Until the service group shuts down (or the task is cancelled).
+            try? await gracefulShutdown()
+            await closeSockets()
+            group.cancelAll()
+        }
+    }
+
+    /// Reads what the feed announced, one read per conversation, and fans
+    /// it out; a read that fails is tried again shortly. A conversation is
+    /// never read twice at once: the next pass starts after every read of
+    /// this one was applied. Ends with `stopWorker` or cancellation.
+    private func catchUp() async {
+        for await _ in hub.wakeUps {
+            let requests = await hub.takeReads()
+            let inboxRequests = await hub.takeInboxReads()
+            var failed = false
+            await withTaskGroup(of: Bool.self) { group in
+                for request in inboxRequests {
+                    group.addTask { [store, hub] in
+                        do {
+                            let read = try await store.inbox(
+                                of: request.user, after: request.after, limit: APILimits.maxStreamBacklog,
+                                memberships: request.memberships)
+                            await hub.apply(read, for: request)
+                            return true
+                        } catch {
+                            await hub.retry(request)
+                            return false
+                        }
+                    }
+                }
+                for request in requests {
+                    group.addTask { [store, hub, metrics] in
+                        do {
+                            let read = try await store.feed(
+                                of: request.conversation, afterSeq: request.afterSeq,
+                                afterVersion: request.afterVersion, checking: request.users,
+                                limit: APILimits.maxStreamBacklog)
+                            if let read { metrics.fanningOut(read) }
+                            await hub.apply(read, for: request)
+                            return true
+                        } catch {
+                            await hub.retry(request)
+                            return false
+                        }
+                    }
+                }
+                for await succeeded in group where !succeeded { failed = true }
+            }
+            if failed {
+                logger.warning("live delivery could not read new messages; retrying")
+                try? await Task.sleep(for: .milliseconds(250))
+            }
+        }
+    }
+
+    private func logStatistics() async {
+        while (try? await Task.sleep(for: options.statisticsInterval)) != nil {
+            var statistics = await hub.statistics()
+            statistics.closedTooSlow = counters.closedForSlowness
+            logger.info(
+                "live delivery",
+                metadata: [
+                    "sockets": "\(statistics.sockets)", "subscriptions": "\(statistics.subscriptions)",
+                    "inboxes": "\(statistics.inboxes)",
+                    "conversations": "\(statistics.conversations)", "queued_frames": "\(statistics.queuedFrames)",
+                    "queued_bytes": "\(statistics.queuedBytes)", "closed_too_slow": "\(statistics.closedTooSlow)",
+                ])
+        }
+    }
+
+    private func closeSockets() async {
+        let sockets = await hub.shutDown()
+        for socket in sockets { socket.beginShutdown(grace: options.shutdownGrace) }
+        let deadline = ContinuousClock.now + options.shutdownGrace + .seconds(1)
+        while await hub.openSockets > 0, ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        hub.stopWorker()
+    }
+}

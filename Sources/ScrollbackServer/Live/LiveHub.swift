@@ -1,0 +1,175 @@
+import Foundation
+import NIOCore
+import ScrollbackModels
+import ScrollbackStore
+
+/// The live sockets of one instance, and the performer of `LiveRouting`:
+/// the routing decides which socket gets which frame and which
+/// conversation needs a read, the hub keeps the sockets by id, hands the
+/// routing each input and performs what it returns. The routing is the one
+/// owner of who is subscribed to what.
+///
+/// Nothing here waits for a socket: frames are put on each socket's bounded
+/// queue (`OutboundQueue`), and each socket's writer drains its own.
+actor LiveHub {
+    private var routing = LiveRouting()
+    private var inbox = InboxRouting()
+    private var sockets: [Int: StreamSocket] = [:]
+    private var shuttingDown = false
+    /// Wakes the catch-up worker when a conversation is marked for a read.
+    /// Keeping only the newest wake-up is enough: the worker takes every
+    /// marked conversation at once, and a mark made after that take yields
+    /// another wake-up.
+    nonisolated let wakeUps: AsyncStream<Void>
+    private let wakeWorker: AsyncStream<Void>.Continuation
+
+    init() {
+        (wakeUps, wakeWorker) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+    }
+
+    /// The change feed's listening connection is in place: without it,
+    /// nothing written elsewhere reaches this instance's sockets.
+    var isListening: Bool { routing.isListening }
+
+    // MARK: Sockets
+
+    enum Admission {
+        case accepted
+        case shuttingDown
+        /// As many sockets as the instance takes are open.
+        case full
+    }
+
+    func connect(_ socket: StreamSocket, limit: Int) -> Admission {
+        guard !shuttingDown else { return .shuttingDown }
+        guard sockets.count < limit else { return .full }
+        sockets[socket.id] = socket
+        return .accepted
+    }
+
+    func disconnect(_ socket: StreamSocket) {
+        sockets[socket.id] = nil
+        routing.disconnect(socket: socket.id)
+        inbox.remove(socket: socket.id)
+    }
+
+    /// Every socket is asked to close with 1001 once the frame it is
+    /// handling is answered; new sockets are refused.
+    func shutDown() -> [StreamSocket] {
+        shuttingDown = true
+        return Array(sockets.values)
+    }
+
+    var openSockets: Int { sockets.count }
+
+    // MARK: Subscriptions
+
+    /// A subscription in its pending phase; reads are buffered for it until
+    /// `activate`.
+    func register(_ socket: StreamSocket, user: UserID, to id: UUID) {
+        // A socket that has left would keep the subscription forever.
+        guard sockets[socket.id] != nil else { return }
+        routing.register(socket: socket.id, user: user, to: id)
+    }
+
+    /// Makes a pending subscription live with its own snapshot: `subscribed`,
+    /// the backlog (or `resync_required`), then what was buffered and is newer.
+    func activate(_ socket: StreamSocket, to id: UUID, snapshot: FeedRead) {
+        perform(routing.activate(socket: socket.id, in: id, snapshot: snapshot))
+    }
+
+    func unsubscribe(_ socket: StreamSocket, from id: UUID) {
+        routing.unsubscribe(socket: socket.id, from: id)
+    }
+
+    // MARK: Inboxes
+
+    /// An inbox subscription in its pending phase (see `InboxRouting`).
+    func registerInbox(_ socket: StreamSocket, user: UserID) {
+        guard sockets[socket.id] != nil else { return }
+        inbox.register(socket: socket.id, user: user)
+    }
+
+    /// Makes a pending inbox subscription live with its own snapshot.
+    func activateInbox(_ socket: StreamSocket, after: InboxCursor?, snapshot: InboxRead) {
+        perform(inbox.activate(socket: socket.id, after: after, snapshot: snapshot))
+    }
+
+    func unsubscribeInbox(_ socket: StreamSocket) {
+        inbox.remove(socket: socket.id)
+    }
+
+    typealias InboxReadRequest = InboxRouting.ReadRequest
+
+    /// The users whose inboxes are marked for a read; call it on each of `wakeUps`.
+    func takeInboxReads() -> [InboxReadRequest] {
+        inbox.takeReads()
+    }
+
+    func apply(_ read: InboxRead, for request: InboxReadRequest) {
+        perform(inbox.apply(read, for: request))
+    }
+
+    func retry(_ request: InboxReadRequest) {
+        perform(inbox.retry(request))
+    }
+
+    // MARK: The change feed
+
+    func handle(_ signal: FeedSignal) {
+        perform(routing.handle(signal, at: .now))
+        perform(inbox.handle(signal))
+    }
+
+    // MARK: Reads, for the catch-up worker
+
+    typealias ReadRequest = LiveRouting.ReadRequest
+
+    /// The conversations marked for a read since the last call, each with
+    /// where its read starts; call it on each of `wakeUps`.
+    func takeReads() -> [ReadRequest] {
+        routing.takeReads()
+    }
+
+    /// Fans a read out; nil `read` means the conversation is gone.
+    func apply(_ read: FeedRead?, for request: ReadRequest) {
+        perform(routing.apply(read, for: request))
+    }
+
+    /// A read that failed is tried again by the next pass.
+    func retry(_ request: ReadRequest) {
+        perform(routing.retry(request))
+    }
+
+    /// Ends `wakeUps`, after the wake-up it holds (if any).
+    nonisolated func stopWorker() {
+        wakeWorker.finish()
+    }
+
+    private func perform(_ effects: LiveRouting.Effects) {
+        perform(effects.sends, reading: !effects.reads.isEmpty)
+    }
+
+    private func perform(_ effects: InboxRouting.Effects) {
+        perform(effects.sends, reading: !effects.reads.isEmpty)
+    }
+
+    private func perform(_ sends: [LiveRouting.Send], reading: Bool) {
+        for send in sends { sockets[send.socket]?.send(send.frame) }
+        if reading { wakeWorker.yield() }
+    }
+
+    /// Sockets, subscriptions and what waits in the queues, for the log.
+    func statistics() -> LiveStatistics {
+        var statistics = LiveStatistics(sockets: sockets.count)
+        for socket in sockets.values {
+            let depth = socket.queue.depth
+            statistics.queuedFrames += depth.frames
+            statistics.queuedBytes += depth.bytes
+        }
+        statistics.subscriptions = routing.subscriptionCount
+        statistics.inboxes = inbox.subscriptionCount
+        statistics.conversations = routing.conversationCount
+        return statistics
+    }
+}

@@ -1,0 +1,238 @@
+import Foundation
+import HummingbirdWebSocket
+import Logging
+import NIOCore
+import ScrollbackModels
+import ScrollbackStore
+
+/// One live-stream connection from authentication to close: reads the
+/// client's frames in order and answers them, while the socket's writer
+/// drains its queue and a watch closes it when its token expires.
+struct StreamSession {
+    let live: LiveDelivery
+    let tokens: TokenAuthority
+    let store: ScrollbackStore
+    let limiter: RateLimiter
+    let commands: MemberCommands
+    let logger: Logger
+
+    private static let decoder = ScrollbackJSON.decoder()
+
+    /// Runs the socket until either side closes it. Errors of the inbound
+    /// stream (a frame too large, invalid UTF-8) are rethrown, so the
+    /// framework closes with their code.
+    func run(
+        inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, channel: any Channel,
+        authorization: String?
+    ) async throws {
+        let socket = StreamSocket(
+            channel: channel, outbound: outbound, counters: live.counters, limits: live.options.queueLimits)
+        switch await live.hub.connect(socket, limit: live.options.maxSockets) {
+        case .accepted:
+            break
+        case .shuttingDown:
+            try? await outbound.close(.goingAway, reason: "server shutting down")
+            return
+        case .full:
+            live.counters.refusedOverCapacity()
+            try? await outbound.close(
+                .unknown(UInt16(StreamCloseCode.tryAgainLater)), reason: "too many sockets: retry later")
+            return
+        }
+        if let authorization {
+            await authenticate(socket, token: { try TokenAuthority.bearerToken(authorization) })
+        }
+        let ended: Result<Void, any Error> = await withTaskGroup(of: Void.self) { group in
+            group.addTask { await socket.runWriter() }
+            group.addTask { await watch(socket) }
+            defer {
+                // The writer waits on the queue, which ignores cancellation.
+                socket.queue.finish()
+                group.cancelAll()
+            }
+            do {
+                for try await message in inbound.messages(maxSize: APILimits.maxStreamFrameBytes) {
+                    guard socket.beginHandling() else { continue }
+                    await handle(message, on: socket)
+                    socket.endHandling()
+                }
+                return .success(())
+            } catch {
+                return .failure(error)
+            }
+        }
+        await live.hub.disconnect(socket)
+        try ended.get()
+    }
+
+    /// Closes the socket when no `auth` frame came in time, and when its
+    /// token expires (a later `auth` frame with a fresh token moves that on).
+    private func watch(_ socket: StreamSocket) async {
+        do {
+            try await Task.sleep(for: .seconds(APILimits.streamAuthSeconds))
+            guard socket.user != nil else {
+                socket.close(code: 1008, reason: "send an auth frame within \(APILimits.streamAuthSeconds) seconds")
+                return
+            }
+            while let expires = socket.expires {
+                let left = expires.timeIntervalSinceNow
+                if left <= 0 {
+                    socket.send(.error(code: .unauthorized, message: "The token expired: authenticate again.", ref: nil))
+                    socket.close(code: StreamCloseCode.unauthorized, reason: "token expired")
+                    return
+                }
+                try await Task.sleep(for: .milliseconds(Int(min(left, 3600) * 1000) + 1))
+            }
+        } catch {}  // cancelled: the socket closed
+    }
+
+    /// Verifies a token for the socket; the first one decides whose socket
+    /// it is, later ones (fresh tokens) only move its expiry.
+    private func authenticate(_ socket: StreamSocket, token: () throws -> String) async {
+        do {
+            let verified = try await tokens.verify(try token())
+            if let user = socket.user, user != verified.user {
+                socket.send(
+                    .error(code: .forbidden, message: "This socket belongs to \(user); a token of another user cannot be used on it.", ref: nil))
+                return
+            }
+            if socket.user == nil { try await store.ensureUser(verified.user) }
+            socket.authenticate(verified.user, until: verified.expires)
+        } catch let error as APIError where error.code == .unauthorized {
+            socket.send(.error(code: error.code, message: error.message, ref: nil))
+            socket.close(code: StreamCloseCode.unauthorized, reason: "not authenticated")
+        } catch {
+            send(error, ref: nil, to: socket)
+            if socket.user == nil { socket.close(code: 1011, reason: "could not authenticate") }
+        }
+    }
+
+    private func handle(_ message: WebSocketMessage, on socket: StreamSocket) async {
+        let frame: ClientFrame
+        do {
+            guard case .text(let text) = message else {
+                throw APIError.badRequest(.invalidJSON, "Frames are JSON text frames, not binary ones.")
+            }
+            do {
+                frame = try Self.decoder.decode(ClientFrame.self, from: Data(text.utf8))
+            } catch let error as UnknownFrameType {
+                throw APIError.badRequest(
+                    .unknownFrameType,
+                    "Unknown frame type `\(error.type)`; the types are \(ClientFrame.types.joined(separator: ", ")).")
+            } catch let error as DecodingError {
+                throw APIError.badRequest(ScrollbackJSON.errorCode(of: error), ScrollbackJSON.explain(error))
+            }
+        } catch {
+            guard socket.user != nil else {
+                return socket.close(code: 1008, reason: "the first frame must be an auth frame")
+            }
+            return send(error, ref: nil, to: socket)
+        }
+        guard let user = socket.user else {
+            guard case .auth(let token) = frame else {
+                return socket.close(code: 1008, reason: "the first frame must be an auth frame")
+            }
+            return await authenticate(socket, token: { token })
+        }
+        do {
+            switch frame {
+            case .auth(let token):
+                await authenticate(socket, token: { token })
+            case .subscribe(let id, let afterSeq):
+                try limiter.check(.subscribe, for: user)
+                try await subscribe(socket, user: user, to: id, after: afterSeq)
+            case .unsubscribe(let id):
+                await live.hub.unsubscribe(socket, from: id)
+            case .subscribeInbox(let after):
+                try limiter.check(.subscribe, for: user)
+                try await subscribeInbox(socket, user: user, after: after)
+            case .unsubscribeInbox:
+                await live.hub.unsubscribeInbox(socket)
+            case .send(let id, let body, let clientID, let replyTo):
+                do {
+                    let outcome = try await commands.send(body, clientID: clientID, replyTo: replyTo, to: id, by: user)
+                    let replayed = if case .replayed = outcome { true } else { false }
+                    socket.send(.ack(clientId: clientID, message: outcome.message, replayed: replayed))
+                } catch {
+                    send(error, ref: clientID, to: socket)
+                }
+            case .read(let id, let seq):
+                _ = try await commands.markRead(seq, in: id, by: user)
+            case .typing(let id):
+                try await commands.typing(in: id, by: user)
+            case .ping:
+                socket.send(.pong)
+            }
+        } catch {
+            send(error, ref: frame.conversationRef, to: socket)
+        }
+    }
+
+    /// Makes a subscription live: pending in the hub first, so nothing read
+    /// meanwhile is missed, then the subscriber's own snapshot and backlog.
+    private func subscribe(_ socket: StreamSocket, user: UserID, to id: UUID, after afterSeq: Int64?) async throws {
+        if let afterSeq, afterSeq < 0 {
+            throw APIError.unprocessable(.invalidField, "Field `after_seq` must be 0 or more.")
+        }
+        // Replaces a subscription to the same conversation, if any.
+        await live.hub.register(socket, user: user, to: id)
+        do {
+            guard
+                let snapshot = try await store.feed(
+                    of: id, afterSeq: afterSeq, afterVersion: .max, checking: [user],
+                    limit: APILimits.maxStreamBacklog),
+                snapshot.members.contains(user)
+            else { throw StoreError.conversationNotFound }
+            await live.hub.activate(socket, to: id, snapshot: snapshot)
+        } catch {
+            await live.hub.unsubscribe(socket, from: id)
+            throw error
+        }
+    }
+
+    /// Makes the socket's inbox live: pending in the hub first, so nothing
+    /// read meanwhile is missed, then the socket's own snapshot, with what
+    /// changed since `after`.
+    private func subscribeInbox(_ socket: StreamSocket, user: UserID, after: String?) async throws {
+        let cursor = try after.map { text in
+            guard let cursor = InboxCursor(text) else {
+                throw APIError.unprocessable(
+                    .invalidField, "Field `after` must be the `cursor` of an earlier inbox frame (a decimal number).")
+            }
+            return cursor
+        }
+        await live.hub.registerInbox(socket, user: user)
+        do {
+            let snapshot = try await store.inbox(of: user, after: cursor, limit: APILimits.maxStreamBacklog)
+            await live.hub.activateInbox(socket, after: cursor, snapshot: snapshot)
+        } catch {
+            await live.hub.unsubscribeInbox(socket)
+            throw error
+        }
+    }
+
+    /// An error frame with the code and message HTTP would answer with.
+    private func send(_ error: any Error, ref: String?, to socket: StreamSocket) {
+        let apiError: APIError
+        switch error {
+        case let error as APIError: apiError = error
+        case let error as StoreError: apiError = APIError(error)
+        default:
+            logger.error("unexpected error on the live stream", metadata: ["error": "\(String(reflecting: error))"])
+            apiError = APIError(.internalServerError, .internalError, "Something went wrong on our side.")
+        }
+        socket.send(.error(code: apiError.code, message: apiError.message, ref: ref, retryAfter: apiError.retryAfterSeconds))
+    }
+}
+
+extension ClientFrame {
+    /// The conversation a frame is about, as an error frame's `ref`.
+    var conversationRef: String? {
+        switch self {
+        case .subscribe(let id, _), .unsubscribe(let id), .send(let id, _, _, _), .read(let id, _), .typing(let id):
+            id.uuidString.lowercased()
+        case .auth, .ping, .subscribeInbox, .unsubscribeInbox:
+            nil
+        }
+    }
+}
