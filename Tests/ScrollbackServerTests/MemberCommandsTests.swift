@@ -57,12 +57,15 @@ import Testing
         var pace = TypingPace(interval: .seconds(2))
         let start = ContinuousClock.now
         let (one, two) = (UUID(), UUID())
-        #expect(pace.admits("alice", in: one, at: start))
-        #expect(!pace.admits("alice", in: one, at: start + .seconds(1.9)))
-        #expect(pace.admits("bob", in: one, at: start + .seconds(1.9)), "another user's own interval")
-        #expect(pace.admits("alice", in: two, at: start + .seconds(1.9)), "another conversation's own interval")
-        #expect(pace.admits("alice", in: one, at: start + .seconds(2)), "the interval is over")
+        func admits(_ user: UserID, _ conversation: UUID, after seconds: Double) -> Bool {
+            pace.admits(user, in: conversation, at: start + .seconds(seconds))
+        }
+        #expect(admits("alice", one, after: 0))
+        #expect(!admits("alice", one, after: 1.9))
+        #expect(admits("bob", one, after: 1.9), "another user's own interval")
+        #expect(admits("alice", two, after: 1.9), "another conversation's own interval")
+        #expect(admits("alice", one, after: 2), "the interval is over")
         pace.forget("alice", in: one)
-        #expect(pace.admits("alice", in: one, at: start + .seconds(2.1)), "a forgotten notice starts no interval")
+        #expect(admits("alice", one, after: 2.1), "a forgotten notice starts no interval")
     }
 }
