@@ -128,6 +128,83 @@ struct SimulatedServer {
     }
 }
 
+/// A client of `SimulatedServer`, fed the inputs of its live protocol.
+protocol SimulatedClient {
+    var server: SimulatedServer { get set }
+    var rng: Xoshiro { get set }
+    var problems: [String] { get set }
+    mutating func feed(_ input: LiveProtocol.Input)
+}
+
+extension SimulatedClient {
+    /// What a step of the protocol does to the server's socket; false for
+    /// a step that is not about the socket.
+    mutating func performOnSocket(_ step: LiveProtocol.Step) -> Bool {
+        switch step {
+        case .connect:
+            server.connect()
+        case .send(.subscribe(_, let after)):
+            if let problem = server.subscribe(after: after) { problems.append(problem) }
+        case .send(let frame):
+            problems.append("sent \(frame)")
+        case .disconnect:
+            server.disconnect()
+        case .finish(let error):
+            problems.append("finished: \(String(describing: error))")
+        default:
+            return false
+        }
+        return true
+    }
+
+    /// The socket lost: refused while connecting, closed or reset once open.
+    mutating func drop() {
+        switch server.socket {
+        case .none: return
+        case .connecting: feed(.failed(reason: "connection refused"))
+        case .open, .subscribed:
+            feed(Bool.random(using: &rng) ? .closed(code: 4408, reason: "too slow") : .failed(reason: "connection reset"))
+        }
+        server.disconnect()
+    }
+
+    /// For `roll` (0 to 74): a change of the server's history, a frame
+    /// delivered, the socket lost or opened; false when it does nothing.
+    mutating func serverMove(_ roll: Int) -> Bool {
+        if roll < 27 {
+            var random = rng
+            defer { rng = random }
+            return server.change(roll, using: &random)
+        }
+        switch roll {
+        case 27..<60 where !server.inFlight.isEmpty:
+            feed(.received(server.inFlight.removeFirst()))
+        case 60..<63:
+            drop()
+        case 63..<75 where server.socket == .connecting:
+            server.socket = .open
+            feed(.opened)
+        default:
+            return false
+        }
+        return true
+    }
+
+    /// Without faults: the next frame in flight, or the socket asked for
+    /// opens; false when there is neither.
+    mutating func deliverNext() -> Bool {
+        if !server.inFlight.isEmpty {
+            feed(.received(server.inFlight.removeFirst()))
+        } else if server.socket == .connecting {
+            server.socket = .open
+            feed(.opened)
+        } else {
+            return false
+        }
+        return true
+    }
+}
+
 @Suite struct LiveProtocolTests {
     typealias Step = LiveProtocol.Step
     static let id = ServerHistory.id
@@ -397,7 +474,7 @@ struct SimulatedServer {
 
 /// The protocol with a simulated server: one socket at a time whose frames
 /// arrive in order unless lost with it, HTTP answered from the history.
-struct SimulatedStream {
+struct SimulatedStream: SimulatedClient {
     typealias Step = LiveProtocol.Step
     var rng: Xoshiro
     var server: SimulatedServer
@@ -437,15 +514,8 @@ struct SimulatedStream {
     }
 
     mutating func perform(_ step: Step) {
+        guard !performOnSocket(step) else { return }
         switch step {
-        case .connect:
-            server.connect()
-        case .send(.subscribe(_, let after)):
-            if let problem = server.subscribe(after: after) { problems.append(problem) }
-        case .send(let frame):
-            problems.append("sent \(frame)")
-        case .disconnect:
-            server.disconnect()
         case .fetchPage, .fetchChanges:
             if fetch != nil { problems.append("a second fetch while one is outstanding") }
             fetch = step
@@ -454,8 +524,8 @@ struct SimulatedStream {
         case .startTimer(let timer, _):
             timers.append(timer)
             if case .reconnect = timer { reconnect = timer }
-        case .finish(let error):
-            problems.append("finished: \(String(describing: error))")
+        default:
+            break
         }
     }
 
@@ -489,31 +559,14 @@ struct SimulatedStream {
         }
     }
 
-    mutating func drop() {
-        switch server.socket {
-        case .none: return
-        case .connecting: feed(.failed(reason: "connection refused"))
-        case .open, .subscribed:
-            feed(Bool.random(using: &rng) ? .closed(code: 4408, reason: "too slow") : .failed(reason: "connection reset"))
-        }
-        server.disconnect()
-    }
-
     /// The server's history grows while the socket is cut, frames are lost,
     /// replayed and reordered, and the protocol's fetches and timers are
     /// answered in between.
     mutating func randomly() {
         while history.messages.count < total {
             let roll = Int.random(in: 0..<100, using: &rng)
-            if roll < 27, server.change(roll, using: &rng) { continue }
+            if serverMove(roll) { continue }
             switch roll {
-            case 27..<60 where !server.inFlight.isEmpty:
-                feed(.received(server.inFlight.removeFirst()))
-            case 60..<63:
-                drop()
-            case 63..<75 where server.socket == .connecting:
-                server.socket = .open
-                feed(.opened)
             case 75..<88 where fetch != nil:
                 answerFetch(failing: Int.random(in: 0..<10, using: &rng) == 0)
             case 88..<94 where live.phase == .waiting && reconnect != nil:
@@ -534,11 +587,8 @@ struct SimulatedStream {
         for _ in 0..<20_000 {
             if fetch != nil {
                 answerFetch()
-            } else if !server.inFlight.isEmpty {
-                feed(.received(server.inFlight.removeFirst()))
-            } else if server.socket == .connecting {
-                server.socket = .open
-                feed(.opened)
+            } else if deliverNext() {
+                continue
             } else if live.phase == .waiting, let timer = reconnect {
                 reconnect = nil
                 feed(.timerFired(timer))

@@ -129,7 +129,7 @@ import Testing
 }
 
 /// `SimulatedStream`'s server, feeding a timeline through its subscription.
-struct SimulatedWindow {
+struct SimulatedWindow: SimulatedClient {
     typealias Step = LiveProtocol.Step
     var rng: Xoshiro
     var server: SimulatedServer
@@ -161,23 +161,14 @@ struct SimulatedWindow {
     }
 
     mutating func perform(_ step: Step) {
+        guard !performOnSocket(step) else { return }
         switch step {
-        case .connect:
-            server.connect()
-        case .send(.subscribe(_, let after)):
-            if let problem = server.subscribe(after: after) { problems.append(problem) }
-        case .send(let frame):
-            problems.append("sent \(frame)")
-        case .disconnect:
-            server.disconnect()
         case .fetchPage, .fetchChanges:
             problems.append("the subscription fetched: \(step)")
         case .startTimer(.reconnect(let attempt), _):
             reconnect = .reconnect(attempt: attempt)
-        case .emit, .startTimer:
+        default:
             break
-        case .finish(let error):
-            problems.append("finished: \(String(describing: error))")
         }
     }
 
@@ -198,27 +189,11 @@ struct SimulatedWindow {
         fetches += window.takeEffects()
     }
 
-    mutating func drop() {
-        switch server.socket {
-        case .none: return
-        case .connecting: feed(.failed(reason: "connection refused"))
-        case .open, .subscribed: feed(.closed(code: 4408, reason: "too slow"))
-        }
-        server.disconnect()
-    }
-
     mutating func randomly() {
         while history.messages.count < total {
             let roll = Int.random(in: 0..<100, using: &rng)
-            if roll < 27, server.change(roll, using: &rng) { continue }
+            if serverMove(roll) { continue }
             switch roll {
-            case 27..<60 where !server.inFlight.isEmpty:
-                feed(.received(server.inFlight.removeFirst()))
-            case 60..<63:
-                drop()
-            case 63..<75 where server.socket == .connecting:
-                server.socket = .open
-                feed(.opened)
             case 75..<90 where !fetches.isEmpty:
                 answer()
             case 90..<100 where window.live.phase == .waiting && reconnect != nil:
@@ -234,11 +209,8 @@ struct SimulatedWindow {
         for _ in 0..<20_000 {
             if !fetches.isEmpty {
                 answer()
-            } else if !server.inFlight.isEmpty {
-                feed(.received(server.inFlight.removeFirst()))
-            } else if server.socket == .connecting {
-                server.socket = .open
-                feed(.opened)
+            } else if deliverNext() {
+                continue
             } else if window.live.phase == .waiting, let timer = reconnect {
                 reconnect = nil
                 feed(.timerFired(timer))
