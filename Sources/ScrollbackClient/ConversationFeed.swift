@@ -7,6 +7,12 @@ import ScrollbackTimeline
 /// newest page, every live event, and every page, gap fill and catch-up the
 /// timeline asks for, plus this user's sends with their local echoes.
 ///
+/// The timeline is the one owner of completeness: its live subscription
+/// (a `LiveProtocol` in `.window` mode, on the client's shared socket)
+/// hands it every frame and resumes after the newest message it holds,
+/// and whatever is missing (a gap, a `resync_required`, the edits made
+/// while away) the timeline alone asks for, once (see `LiveWindow`).
+///
 /// An app binds a screen to `state` (`state.timeline.items`, newest first:
 /// the order of an inverted list) and applies each update's diff and scroll
 /// offset (`updates`, `observe(onUpdate:onEnd:)`, or the state publisher of
@@ -92,6 +98,9 @@ public final class ConversationFeed: Sendable {
     /// The feed's mutable state, all under one lock.
     private struct Core: Sendable {
         var state: State
+        /// The live subscription, a child of the timeline: the timeline
+        /// decides what is missing, the subscription where to resume.
+        var live: LiveProtocol
         var isStarted = false
         var isStopped = false
         var nextId = 0
@@ -124,7 +133,12 @@ public final class ConversationFeed: Sendable {
         self.conversationId = id
         self.userId = userId
         self.pageSize = min(max(pageSize, APILimits.pageLimit.lowerBound), APILimits.pageLimit.upperBound)
-        self.core = NIOLockedValueBox(Core(state: State(timeline: Timeline(conversationId: id, settings: settings))))
+        self.core = NIOLockedValueBox(
+            Core(
+                state: State(timeline: Timeline(conversationId: id, settings: settings)),
+                live: LiveProtocol(
+                    conversationId: id, after: nil, retry: client.retry, subscribeTimeout: client.subscribeTimeout,
+                    completeness: .window)))
     }
 
     deinit {
@@ -193,13 +207,13 @@ public final class ConversationFeed: Sendable {
             core.withLockedValue { core in
                 guard !core.isStopped else { return }
                 apply(.pageLoaded(page), in: &core)
-                // Every message after the page arrives live, exactly once and
-                // in order, across reconnects.
+                // Every message after the page arrives live, and what the
+                // socket cannot bring the timeline fetches, across reconnects.
                 spawn(in: &core) { [weak self] in
                     do {
-                        for try await event in client.live(conversation: id, after: page.lastSeq) {
-                            self?.receive(event)
-                        }
+                        try await client.subscribe(
+                            to: id, handle: { [weak self] input in self?.live(input) ?? [.finish(nil)] },
+                            emit: { [weak self] event in self?.receive(event) })
                         self?.end(failure: nil)
                     } catch {
                         self?.end(failure: error as? ScrollbackError ?? .transport(message: "\(error)"))
@@ -209,27 +223,34 @@ public final class ConversationFeed: Sendable {
         }
     }
 
+    /// Hands an input of the socket to the timeline and its subscription;
+    /// the subscription's steps, for the runner.
+    private func live(_ input: LiveProtocol.Input) -> [LiveProtocol.Step] {
+        core.withLockedValue { core in
+            guard !core.isStopped else { return [.finish(nil)] }
+            let (actions, steps) = LiveWindow.handle(input, timeline: core.state.timeline, live: &core.live)
+            for action in actions { apply(action, in: &core) }
+            return steps
+        }
+    }
+
+    /// The subscription's events that are not the timeline's: how the
+    /// connection stands, and how far members have read.
     private func receive(_ event: LiveEvent) {
         core.withLockedValue { core in
             guard !core.isStopped else { return }
             switch event {
-            case .message(let message):
-                apply(.liveMessage(message), in: &core)
-            case .updated(let message):
-                apply(.messageUpdated(message), in: &core)
-            case .connected(let lastSeq, let version):
+            case .connected:
                 core.state.connection = .live
-                apply(.subscribed(lastSeq: lastSeq, version: version), in: &core)
+                publishQuiet(in: &core)
             case .disconnected(let reason):
                 core.state.connection = .reconnecting(reason: reason)
                 publishQuiet(in: &core)
             case .read(let user, let seq):
                 core.state.noteRead(user, through: seq)
                 publishQuiet(in: &core)
-            case .typing:
-                break
-            case .memberRemoved:
-                apply(.memberRemoved, in: &core)
+            case .message, .updated, .typing, .memberRemoved:
+                break  // the timeline's, or nothing to show
             }
         }
     }

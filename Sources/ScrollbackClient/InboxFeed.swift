@@ -5,7 +5,8 @@ import ScrollbackModels
 /// The user's conversation list, live: an `Inbox` kept current by the inbox
 /// stream, for an app to bind its inbox screen to.
 ///
-/// It subscribes the inbox on a socket, waits for `inbox_subscribed`, loads
+/// It subscribes the inbox on the client's one socket (the one its live
+/// streams and conversation feeds share), waits for `inbox_subscribed`, loads
 /// the first page of `GET /v1/conversations`, and then applies every inbox
 /// frame, fetching what the frames leave out (a conversation that just
 /// became active, the list again after `resync_required`). A lost socket is
@@ -272,63 +273,77 @@ actor InboxRunner {
 
     // MARK: Socket
 
-    /// Keeps a socket open and the inbox subscribed on it, reconnecting with
-    /// backoff and jitter, until the feed stops or the token provider fails.
+    /// Keeps the inbox subscribed on the client's shared socket,
+    /// subscribing again with backoff and jitter after each loss, until the
+    /// feed stops or the token provider fails.
     private nonisolated func connectAndRead() async {
+        let connection = client.connection
+        let (events, sink) = AsyncStream.makeStream(of: LiveProtocol.Input.self)
+        let subscriber = await connection.join(.inbox, inbox: sink)
+        var iterator = events.makeAsyncIterator()
         var failures = 0
+        var attempt = 0
         while !Task.isCancelled {
-            let bearer: String
-            do {
-                bearer = try await client.token()
-            } catch {
-                return await end(.unauthorized(message: "The token provider failed: \(error)"))
-            }
+            attempt += 1
             var wait: Duration = .zero
             do {
-                try await session(bearer: bearer)
+                try await session(attempt, subscriber, &iterator, sink)
             } catch ScrollbackError.rateLimited(let after?, _) {
                 wait = .milliseconds(Int(after * 1000))
+            } catch let failure as TokenProviderFailed {
+                await end(.unauthorized(message: "The token provider failed: \(failure.reason)"))
+                break
             } catch {
-                // Dropped, refused or not subscribed in time: connect again.
+                // Dropped, refused or not subscribed in time: subscribe again.
             }
+            await connection.release(subscriber)
             if await drop() { failures = 0 }
             failures += 1
             wait = max(wait, client.retry.delay(afterFailure: failures))
             try? await Task.sleep(for: wait)
         }
+        sink.finish()
+        await connection.leave(subscriber)
     }
 
-    /// One socket, from connecting to its loss (or the feed stopping). The
-    /// socket is a `LiveSocket`, as a conversation's live stream uses: it
-    /// authenticates, reports what happens to it, and a hung upgrade given
-    /// up here sends and delivers nothing if it succeeds later.
-    private nonisolated func session(bearer: String) async throws {
-        let (events, sink) = AsyncStream.makeStream(of: LiveSocket.Event.self)
-        let socket = LiveSocket(number: 0, url: client.streamURL, token: bearer, inbox: sink)
-        defer { socket.close() }
-        // A socket that is not subscribed in time (a hung upgrade, a stalled
-        // database, a server that answers nothing) is given up.
+    /// One subscription, from asking for the socket to its loss (or the
+    /// feed stopping). A socket on which the inbox is not subscribed in time
+    /// (a hung upgrade, a stalled database, a server that answers nothing)
+    /// is given up.
+    private nonisolated func session(
+        _ attempt: Int, _ subscriber: LiveConnection.Subscriber,
+        _ events: inout AsyncStream<LiveProtocol.Input>.Iterator, _ sink: AsyncStream<LiveProtocol.Input>.Continuation
+    ) async throws {
+        let connection = client.connection
         let deadline = Task { [subscribeTimeout = client.subscribeTimeout] in
-            try? await Task.sleep(for: subscribeTimeout)
-            sink.yield(LiveSocket.Event(socket: nil, input: .timerFired(.subscribeDeadline(attempt: 0))))
+            guard (try? await Task.sleep(for: subscribeTimeout)) != nil else { return }
+            sink.yield(.timerFired(.subscribeDeadline(attempt: attempt)))
         }
         defer { deadline.cancel() }
-        for await event in events {
-            switch event.input {
+        await connection.want(subscriber)
+        while let event = await events.next() {
+            switch event {
             case .opened:
-                for frame in await apply(.connected) { await socket.send(frame) }
+                for frame in await apply(.connected) { await connection.send(frame, from: subscriber) }
             case .received(let frame):
                 try await receive(frame)
-            case .timerFired:
+            case .timerFired(.subscribeDeadline(let number)) where number == attempt:
                 guard await inbox.isLive else {
                     throw ScrollbackError.transport(message: "The inbox was not subscribed within \(client.subscribeTimeout).")
                 }
+            case .tokenUnavailable(let reason):
+                throw TokenProviderFailed(reason: reason)
             case .closed, .failed:
                 return
             default:
                 continue
             }
         }
+    }
+
+    /// The app's token provider failed: no socket can be opened, the feed ends.
+    private struct TokenProviderFailed: Error {
+        var reason: String
     }
 
     /// Applies a frame of the socket. An error before `inbox_subscribed` is

@@ -1,15 +1,18 @@
 import Foundation
 import ScrollbackModels
+import ScrollbackTimeline
 
 /// The live stream of one conversation as a value: every decision of the
 /// resume, gap and catch-up protocol, and none of its I/O.
 ///
 /// It is fed what happened (``Input``: the socket opened, a frame came, a
 /// page came back, the socket closed, a timer fired) and answers with what
-/// to do (``Step``: open a socket, send a frame, fetch a page, deliver an
-/// event, wait, finish). `ScrollbackClient.live(conversation:after:)` runs
-/// these steps over a WebSocket and HTTP; an app with a socket of its own
-/// can run them just as well.
+/// to do (``Step``: ask for the socket, send a frame, fetch a page, deliver
+/// an event, wait, finish). `ScrollbackClient.live(conversation:after:)`
+/// runs these steps over the client's shared WebSocket and HTTP (a
+/// `connect` asks for the shared socket, a `disconnect` gives up this
+/// subscription on it); an app with a socket of its own can run them just
+/// as well.
 ///
 /// What it guarantees, across any number of disconnects: every message is
 /// delivered once, in seq order, with no gap. It resumes each subscription
@@ -64,12 +67,15 @@ public struct LiveProtocol: Sendable, Equatable {
 
     /// What to do, in order.
     public enum Step: Sendable, Equatable {
-        /// Open a new socket, authenticated with a fresh token from the
-        /// provider (its first frame), replacing the current one.
+        /// Get a socket, authenticated with a token from the provider (its
+        /// first frame), and feed ``Input/opened`` once it is. On a socket
+        /// shared by many subscriptions, an open one is handed out at once.
         case connect
         /// Send a frame on the current socket.
         case send(ClientFrame)
-        /// Close the current socket and ignore whatever it still reports.
+        /// Give up the current socket and ignore whatever it still reports
+        /// (on a shared socket: give up this subscription on it, and the
+        /// socket itself only while it has not opened).
         case disconnect
         /// `GET .../messages?after=` and answer with ``Input/pageReceived(_:)``.
         case fetchPage(after: Int64, limit: Int)
@@ -112,7 +118,27 @@ public struct LiveProtocol: Sendable, Equatable {
         case abandoned
     }
 
+    /// Who decides whether the messages held are complete: what is
+    /// missing and what to fetch. Exactly one value does, so no rule of it
+    /// is written twice.
+    public enum Completeness: Sendable, Equatable {
+        /// The protocol itself, for a stream with nothing behind it: it
+        /// delivers every message once and in seq order, pages what a gap
+        /// or `resync_required` left out, and fetches the edits missed
+        /// while away.
+        case ordered
+        /// The window the stream feeds (a `Timeline`), which asks for what
+        /// is missing itself: the protocol owns only the subscription
+        /// (connecting, resuming, backoff, refusals). `subscribed` goes live
+        /// at once; messages, edits and `resync_required` are the window's
+        /// (its runner hands it the frames); each subscription resumes
+        /// after the seq the window last gave with ``resume(after:)``.
+        case window
+    }
+
     public let conversationId: UUID
+    /// Who decides what is missing.
+    public let completeness: Completeness
     /// The backoff between failed connections.
     public var retry: RetryPolicy
     /// How long a new connection may take to be subscribed.
@@ -123,11 +149,10 @@ public struct LiveProtocol: Sendable, Equatable {
     public private(set) var phase: Phase = .idle
     /// Connections that failed since the last subscription: the backoff grows with it.
     public private(set) var failures = 0
-    /// The version of the last `subscribed`: changes after it that were not
-    /// seen live are fetched after a reconnect.
-    private var subscribedVersion: Int64?
-    /// The highest version delivered.
-    private var seenVersion: Int64 = 0
+    /// How new what was delivered is: current as of the last subscription
+    /// that went live (changes after it that were not seen live are
+    /// fetched after a reconnect), and the highest version delivered.
+    private var versions = KnownVersion()
     /// Connections whose token was refused before they were subscribed, in a row.
     private var refusals = 0
     /// Numbers the connections, to tell their timers apart.
@@ -140,13 +165,21 @@ public struct LiveProtocol: Sendable, Equatable {
     /// `seed` makes the backoff's jitter repeatable.
     public init(
         conversationId: UUID, after seq: Int64?, retry: RetryPolicy = RetryPolicy(),
-        subscribeTimeout: Duration = .seconds(10), seed: UInt64 = .random(in: .min ... .max)
+        subscribeTimeout: Duration = .seconds(10), seed: UInt64 = .random(in: .min ... .max),
+        completeness: Completeness = .ordered
     ) {
         self.conversationId = conversationId
+        self.completeness = completeness
         self.lastSeq = seq
         self.retry = retry
         self.subscribeTimeout = subscribeTimeout
         self.jitter = SplitMix64(seed: seed)
+    }
+
+    /// Where the next subscription resumes, as the window that owns
+    /// completeness says (`.window`): the newest seq it holds.
+    public mutating func resume(after seq: Int64?) {
+        lastSeq = seq
     }
 
     /// Takes in what happened and says what to do next.
@@ -261,26 +294,34 @@ public struct LiveProtocol: Sendable, Equatable {
     // MARK: Frames
 
     private mutating func receive(_ frame: ServerFrame) -> [Step] {
+        if completeness == .window {
+            switch frame {
+            case .message, .messageUpdated, .resyncRequired: return []  // the window's
+            default: break
+            }
+        }
         switch frame {
         case .subscribed(_, let seq, let version):
             failures = 0
             refusals = 0
+            if completeness == .window { return goLive(subscribedSeq: seq, version: version) }
             // Missed messages come from the backlog (or resync_required);
             // missed edits of messages held before come from the change log.
-            if let since = subscribedVersion, since < version {
+            let resumed = versions.liveFrom != nil
+            if let since = versions.subscribed(at: version), resumed {
                 work = .catchingUp(since: since, through: lastSeq ?? seq, subscribedSeq: seq, subscribedVersion: version)
                 return [.fetchChanges(since: since, limit: APILimits.changesLimit.upperBound)]
             }
             return goLive(subscribedSeq: seq, version: version)
         case .message(let message):
-            seenVersion = max(seenVersion, message.version)
+            versions.saw(message.version)
             if let last = lastSeq {
                 guard message.seq > last else { return [] }
                 if message.seq > last + 1 { return fill(through: message.seq - 1, then: message) }
             }
             return deliver(message)
         case .messageUpdated(let message):
-            seenVersion = max(seenVersion, message.version)
+            versions.saw(message.version)
             guard let last = lastSeq, message.seq <= last else { return [] }
             return [.emit(.updated(message))]
         case .read(_, let user, let seq):
@@ -305,7 +346,8 @@ public struct LiveProtocol: Sendable, Equatable {
     }
 
     private mutating func goLive(subscribedSeq seq: Int64, version: Int64) -> [Step] {
-        subscribedVersion = version
+        _ = versions.subscribed(at: version)
+        versions.caughtUp(to: version)
         if lastSeq == nil { lastSeq = seq }
         phase = .live
         return [.emit(.connected(lastSeq: seq, version: version))]
@@ -314,7 +356,7 @@ public struct LiveProtocol: Sendable, Equatable {
     private mutating func deliver(_ message: Message?) -> [Step] {
         guard let message else { return [] }
         lastSeq = message.seq
-        seenVersion = max(seenVersion, message.version)
+        versions.saw(message.version)
         return [.emit(.message(message))]
     }
 
@@ -344,10 +386,10 @@ public struct LiveProtocol: Sendable, Equatable {
         _ changes: ChangeSet, since: Int64, through: Int64, subscribedSeq: Int64, version: Int64
     ) -> [Step] {
         var steps: [Step] = []
-        for message in changes.messages where message.seq <= through && message.version > seenVersion {
+        for message in changes.messages where message.seq <= through && message.version > versions.seen {
             steps.append(.emit(.updated(message)))
         }
-        seenVersion = max(seenVersion, changes.version)
+        versions.saw(changes.version)
         if changes.hasMore, changes.version > since {
             work = .catchingUp(
                 since: changes.version, through: through, subscribedSeq: subscribedSeq, subscribedVersion: version)

@@ -4,9 +4,13 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 import ScrollbackModels
+import ScrollbackTimeline
 
 /// A client of one Scrollback service: every call of its HTTP API, typed
 /// with the shared models, and the live stream (`live(conversation:after:)`).
+/// A client (and each copy of it) opens at most one socket: every live
+/// stream, `ConversationFeed` and `InboxFeed` made from it subscribes on
+/// that socket, which opens for the first and closes after the last.
 ///
 /// Tokens come from `token`, asked before every request, so an app can
 /// refresh them. Sends cannot duplicate: each carries a `client_id` (made
@@ -28,6 +32,9 @@ public struct ScrollbackClient: Sendable {
     /// Per conversation, the highest `version` this client (and its copies)
     /// has written or read: pages ask for `min_version` of it.
     let versions = KnownVersions()
+    /// The one live socket that every stream and feed of this client (and
+    /// of its copies) subscribes through.
+    let connection: LiveConnection
 
     /// One HTTP attempt as `onExchange` sees it.
     public struct Exchange: Sendable {
@@ -61,6 +68,7 @@ public struct ScrollbackClient: Sendable {
         self.retry = retry
         self.timeout = timeout
         self.token = token
+        self.connection = LiveConnection(url: Self.streamURL(base), token: token)
     }
 
     // MARK: Conversations
@@ -380,17 +388,18 @@ extension String {
     }
 }
 
-/// The highest `version` a client has seen per conversation (its writes,
+/// How new what a client has seen is, per conversation (its writes,
 /// pages, changes and live frames), shared by the copies of a
-/// `ScrollbackClient`.
+/// `ScrollbackClient`: a `KnownVersion` each, whose `seen` pages ask for
+/// as `min_version`.
 /// Bounded: when full it forgets everything (a page then only loses the
 /// guarantee against a cache lagging behind another instance's write).
 final class KnownVersions: Sendable {
-    private let versions = NIOLockedValueBox([UUID: Int64]())
+    private let versions = NIOLockedValueBox([UUID: KnownVersion]())
     private let capacity = 10_000
 
     func version(of id: UUID) -> Int64? {
-        versions.withLockedValue { $0[id] }
+        versions.withLockedValue { $0[id]?.seen }
     }
 
     /// A frame of the live stream that carries a conversation's version:
@@ -407,7 +416,7 @@ final class KnownVersions: Sendable {
     func saw(_ version: Int64, in id: UUID) {
         versions.withLockedValue { versions in
             if versions[id] == nil && versions.count >= capacity { versions.removeAll(keepingCapacity: true) }
-            versions[id] = max(versions[id] ?? 0, version)
+            versions[id, default: KnownVersion()].saw(version)
         }
     }
 }

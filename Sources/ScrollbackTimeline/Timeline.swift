@@ -26,9 +26,12 @@ public struct Timeline: Sendable, Equatable {
     public private(set) var isLoaded = false
     /// The newest seq the conversation is known to have.
     public private(set) var lastSeq: Int64 = 0
+    /// How new the loaded messages are: the one record of it, whose rules
+    /// say when a catch-up is due.
+    public private(set) var versions = KnownVersion()
     /// Every loaded message is current as of this version (edits and
     /// deletions up to it are applied).
-    public private(set) var version: Int64 = 0
+    public var version: Int64 { versions.current }
     /// The user was removed from the conversation.
     public private(set) var isRemoved = false
     /// The scroll offset, from the bottom of the content.
@@ -45,9 +48,6 @@ public struct Timeline: Sendable, Equatable {
     private var olderRequested: Int64?
     /// The `after` of each `fillGap` not answered yet.
     private var gapsRequested: Set<Int64> = []
-    /// The version from which the live stream carries every change; live
-    /// changes move `version` on only once it has been caught up to this.
-    private var liveFrom: Int64?
     private var catchUpRequested = false
 
     public init(conversationId: UUID, settings: TimelineLayoutSettings = TimelineLayoutSettings()) {
@@ -103,17 +103,17 @@ public struct Timeline: Sendable, Equatable {
             guard belongs(message) else { break }
             store(message)
             lastSeq = max(lastSeq, message.seq)
-            advanceLiveVersion(message.version)
+            versions.sawLive(message.version)
         case .messageUpdated(let message):
             guard belongs(message) else { break }
             // Only rows in the window: an edit of an unloaded message is
             // fetched with its page.
             if isInWindow(message.seq) { store(message) } else { showInReplies(message) }
-            advanceLiveVersion(message.version)
+            versions.sawLive(message.version)
         case .subscribed(let last, let subscribedVersion):
-            liveFrom = subscribedVersion
+            let behind = versions.subscribed(at: subscribedVersion) != nil
             lastSeq = max(lastSeq, last)
-            if isLoaded, !isCaughtUp(to: subscribedVersion) { effects += requestCatchUp() }
+            if isLoaded, behind { effects += requestCatchUp() }
         case .resyncRequired(let last):
             lastSeq = max(lastSeq, last)
             effects += requestCatchUp()
@@ -141,7 +141,7 @@ public struct Timeline: Sendable, Equatable {
                 if isInWindow(message.seq) { store(message) } else { showInReplies(message) }
             }
             catchUpRequested = false
-            version = max(version, changes.version)
+            versions.caughtUp(to: changes.version)
             if changes.hasMore { effects += requestCatchUp() }
         case .memberRemoved:
             isRemoved = true
@@ -229,8 +229,8 @@ public struct Timeline: Sendable, Equatable {
         if pageMessages.isEmpty, !isLoaded { hasOlder = false }
         for after in gapsRequested where stored[after + 1] != nil { gapsRequested.remove(after) }
         if !isLoaded || outside.isEmpty {
-            version = max(version, page.version)
-        } else if page.version > version {
+            versions.caughtUp(to: page.version)
+        } else if !versions.isCurrent(asOf: page.version) {
             // The page's rows are current as of its version, the others only
             // as of ours: catch them up.
             effects += requestCatchUp()
@@ -239,17 +239,10 @@ public struct Timeline: Sendable, Equatable {
         return effects
     }
 
-    private func isCaughtUp(to target: Int64) -> Bool { version >= target }
-
-    private mutating func advanceLiveVersion(_ changeVersion: Int64) {
-        guard let liveFrom, version >= liveFrom else { return }
-        version = max(version, changeVersion)
-    }
-
     private mutating func requestCatchUp() -> [TimelineEffect] {
         guard !catchUpRequested, !isRemoved else { return [] }
         catchUpRequested = true
-        return [.catchUp(sinceVersion: version)]
+        return [.catchUp(sinceVersion: versions.current)]
     }
 
     /// A gap inside the window, or between the newest loaded message and

@@ -21,6 +21,8 @@ final class CuttingProxy: @unchecked Sendable {
     private let lock = NSLock()
     private var loseNextTo: [UInt8]?
     private var holdPrefix: [UInt8]?
+    private var countPrefix: [UInt8]?
+    private var counted = 0
     private var swallowing = false
     private var held: [Int32] = []
     private var open: [ObjectIdentifier: Pair] = [:]
@@ -80,6 +82,12 @@ final class CuttingProxy: @unchecked Sendable {
     /// forwarded nor closed by the proxy, like a backend that stopped
     /// answering it; every other connection is forwarded.
     func holdRequests(startingWith prefix: String) { lock.withLock { holdPrefix = Array(prefix.utf8) } }
+
+    /// From now on, counts the connections whose first bytes are `prefix`
+    /// (say a live stream's upgrade, `GET /v1/stream`): `countedConnections`.
+    func countConnections(startingWith prefix: String) { lock.withLock { countPrefix = Array(prefix.utf8) } }
+
+    var countedConnections: Int { lock.withLock { counted } }
 
     /// Later connections are forwarded again; those already held stay hung.
     func stopSwallowingButKeepHeld() { lock.withLock { swallowing = false } }
@@ -162,6 +170,7 @@ final class CuttingProxy: @unchecked Sendable {
             let (drop, hold) = lock.withLock { () -> (Bool, Bool) in
                 if answers { return (pair.loseAnswer, false) }
                 if first, let prefix = holdPrefix, starts(prefix) { pair.holding = true }
+                if first, let prefix = countPrefix, starts(prefix) { counted += 1 }
                 if let prefix = loseNextTo, starts(prefix) {
                     loseNextTo = nil
                     pair.loseAnswer = true

@@ -56,6 +56,155 @@ struct ServerHistory {
     }
 }
 
+/// The server's side of one socket at a time, over a `ServerHistory`:
+/// frames arrive in order unless lost with the socket; the history grows
+/// while frames are lost, replayed and resyncs sent.
+struct SimulatedServer {
+    var history: ServerHistory
+    /// Messages the server replays after `after_seq` before it asks for a resync instead.
+    let backlogLimit: Int64 = 30
+    /// Whether a replayed message may come anywhere after `subscribed`,
+    /// ahead of frames sent before it (the protocol drops what it has
+    /// delivered), or only after them, as the server sends one (a shared
+    /// subscription resumed from before it: the message as it is now, after
+    /// every frame sent earlier).
+    var replaysAnywhere = true
+
+    enum Socket: Equatable { case none, connecting, open, subscribed }
+    var socket = Socket.none
+    var inFlight: [ServerFrame] = []
+
+    mutating func connect() {
+        socket = .connecting
+        inFlight = []
+    }
+
+    mutating func disconnect() {
+        socket = .none
+        inFlight = []
+    }
+
+    /// `subscribed` and the backlog after `after` (or a resync); the
+    /// problem, when the socket is not open.
+    mutating func subscribe(after: Int64?) -> String? {
+        guard socket == .open else { return "subscribe on a socket that is \(socket)" }
+        socket = .subscribed
+        inFlight.append(.subscribed(conversationId: ServerHistory.id, lastSeq: history.lastSeq, version: history.version))
+        if let after {
+            if history.lastSeq - after > backlogLimit {
+                inFlight.append(.resyncRequired(conversationId: ServerHistory.id, lastSeq: history.lastSeq))
+            } else {
+                inFlight += history.messages.filter { $0.seq > after }.map { .message($0) }
+            }
+        }
+        return nil
+    }
+
+    /// A change of the server for `roll` (0 to 27; false for another roll):
+    /// a message, sent live, lost (the next one shows the gap) or announced
+    /// by a resync; an edit; a replay of any message anywhere after `subscribed`.
+    mutating func change(_ roll: Int, using rng: inout Xoshiro) -> Bool {
+        switch roll {
+        case 0..<20:
+            let message = history.append()
+            guard socket == .subscribed else { return true }
+            switch Int.random(in: 0..<20, using: &rng) {
+            case 0: break
+            case 1: inFlight.append(.resyncRequired(conversationId: ServerHistory.id, lastSeq: history.lastSeq))
+            default: inFlight.append(.message(message))
+            }
+        case 20..<23 where !history.messages.isEmpty:
+            let edited = history.edit(Int64.random(in: 1...history.lastSeq, using: &rng))
+            if socket == .subscribed { inFlight.append(.messageUpdated(edited)) }
+        case 23..<27 where socket == .subscribed && !history.messages.isEmpty:
+            let seq = Int64.random(in: 1...history.lastSeq, using: &rng)
+            let first = inFlight.firstIndex { if case .subscribed = $0 { true } else { false } }.map { $0 + 1 } ?? 0
+            let at = Int.random(in: first...inFlight.count, using: &rng)
+            inFlight.insert(.message(history.message(seq)), at: replaysAnywhere ? at : inFlight.count)
+        default:
+            return false
+        }
+        return true
+    }
+}
+
+/// A client of `SimulatedServer`, fed the inputs of its live protocol.
+protocol SimulatedClient {
+    var server: SimulatedServer { get set }
+    var rng: Xoshiro { get set }
+    var problems: [String] { get set }
+    mutating func feed(_ input: LiveProtocol.Input)
+}
+
+extension SimulatedClient {
+    /// What a step of the protocol does to the server's socket; false for
+    /// a step that is not about the socket.
+    mutating func performOnSocket(_ step: LiveProtocol.Step) -> Bool {
+        switch step {
+        case .connect:
+            server.connect()
+        case .send(.subscribe(_, let after)):
+            if let problem = server.subscribe(after: after) { problems.append(problem) }
+        case .send(let frame):
+            problems.append("sent \(frame)")
+        case .disconnect:
+            server.disconnect()
+        case .finish(let error):
+            problems.append("finished: \(String(describing: error))")
+        default:
+            return false
+        }
+        return true
+    }
+
+    /// The socket lost: refused while connecting, closed or reset once open.
+    mutating func drop() {
+        switch server.socket {
+        case .none: return
+        case .connecting: feed(.failed(reason: "connection refused"))
+        case .open, .subscribed:
+            feed(Bool.random(using: &rng) ? .closed(code: 4408, reason: "too slow") : .failed(reason: "connection reset"))
+        }
+        server.disconnect()
+    }
+
+    /// For `roll` (0 to 74): a change of the server's history, a frame
+    /// delivered, the socket lost or opened; false when it does nothing.
+    mutating func serverMove(_ roll: Int) -> Bool {
+        if roll < 27 {
+            var random = rng
+            defer { rng = random }
+            return server.change(roll, using: &random)
+        }
+        switch roll {
+        case 27..<60 where !server.inFlight.isEmpty:
+            feed(.received(server.inFlight.removeFirst()))
+        case 60..<63:
+            drop()
+        case 63..<75 where server.socket == .connecting:
+            server.socket = .open
+            feed(.opened)
+        default:
+            return false
+        }
+        return true
+    }
+
+    /// Without faults: the next frame in flight, or the socket asked for
+    /// opens; false when there is neither.
+    mutating func deliverNext() -> Bool {
+        if !server.inFlight.isEmpty {
+            feed(.received(server.inFlight.removeFirst()))
+        } else if server.socket == .connecting {
+            server.socket = .open
+            feed(.opened)
+        } else {
+            return false
+        }
+        return true
+    }
+}
+
 @Suite struct LiveProtocolTests {
     typealias Step = LiveProtocol.Step
     static let id = ServerHistory.id
@@ -325,18 +474,13 @@ struct ServerHistory {
 
 /// The protocol with a simulated server: one socket at a time whose frames
 /// arrive in order unless lost with it, HTTP answered from the history.
-struct SimulatedStream {
+struct SimulatedStream: SimulatedClient {
     typealias Step = LiveProtocol.Step
     var rng: Xoshiro
-    var history: ServerHistory
+    var server: SimulatedServer
     var live: LiveProtocol
     let total: Int
-    /// Messages the server replays after `after_seq` before it asks for a resync instead.
-    let backlogLimit: Int64 = 30
 
-    enum Socket: Equatable { case none, connecting, open, subscribed }
-    var socket = Socket.none
-    var inFlight: [ServerFrame] = []
     var fetch: Step?
     var timers: [LiveProtocol.Timer] = []
     /// The reconnect timer started last.
@@ -348,13 +492,15 @@ struct SimulatedStream {
     /// The `subscribed` frame last handled, which `connected` must repeat.
     var subscribedFrame: (seq: Int64, version: Int64)?
 
+    var history: ServerHistory { server.history }
+
     init(seed: UInt64) {
         rng = Xoshiro(seed: (seed, 3, 5, 7))
         // The first outputs of a state this sparse are small: skip them.
         for _ in 0..<32 { _ = rng.next() }
-        history = ServerHistory(count: Int.random(in: 0...40, using: &rng))
-        total = history.messages.count + Int.random(in: 10...400, using: &rng)
-        let after: Int64? = Bool.random(using: &rng) ? nil : Int64.random(in: 0...history.lastSeq, using: &rng)
+        server = SimulatedServer(history: ServerHistory(count: Int.random(in: 0...40, using: &rng)))
+        total = server.history.messages.count + Int.random(in: 10...400, using: &rng)
+        let after: Int64? = Bool.random(using: &rng) ? nil : Int64.random(in: 0...server.history.lastSeq, using: &rng)
         startSeq = after ?? -1
         live = LiveProtocol(
             conversationId: ServerHistory.id, after: after, retry: RetryPolicy(), subscribeTimeout: .seconds(10),
@@ -368,26 +514,8 @@ struct SimulatedStream {
     }
 
     mutating func perform(_ step: Step) {
+        guard !performOnSocket(step) else { return }
         switch step {
-        case .connect:
-            socket = .connecting
-            inFlight = []
-        case .send(.subscribe(_, let after)):
-            guard socket == .open else { return problems.append("subscribe on a socket that is \(socket)") }
-            socket = .subscribed
-            inFlight.append(.subscribed(conversationId: ServerHistory.id, lastSeq: history.lastSeq, version: history.version))
-            if let after {
-                if history.lastSeq - after > backlogLimit {
-                    inFlight.append(.resyncRequired(conversationId: ServerHistory.id, lastSeq: history.lastSeq))
-                } else {
-                    inFlight += history.messages.filter { $0.seq > after }.map { .message($0) }
-                }
-            }
-        case .send(let frame):
-            problems.append("sent \(frame)")
-        case .disconnect:
-            socket = .none
-            inFlight = []
         case .fetchPage, .fetchChanges:
             if fetch != nil { problems.append("a second fetch while one is outstanding") }
             fetch = step
@@ -396,8 +524,8 @@ struct SimulatedStream {
         case .startTimer(let timer, _):
             timers.append(timer)
             if case .reconnect = timer { reconnect = timer }
-        case .finish(let error):
-            problems.append("finished: \(String(describing: error))")
+        default:
+            break
         }
     }
 
@@ -431,47 +559,14 @@ struct SimulatedStream {
         }
     }
 
-    mutating func drop() {
-        switch socket {
-        case .none: return
-        case .connecting: feed(.failed(reason: "connection refused"))
-        case .open, .subscribed:
-            feed(Bool.random(using: &rng) ? .closed(code: 4408, reason: "too slow") : .failed(reason: "connection reset"))
-        }
-        socket = .none
-        inFlight = []
-    }
-
     /// The server's history grows while the socket is cut, frames are lost,
     /// replayed and reordered, and the protocol's fetches and timers are
     /// answered in between.
     mutating func randomly() {
         while history.messages.count < total {
-            switch Int.random(in: 0..<100, using: &rng) {
-            case 0..<20:
-                let message = history.append()
-                guard socket == .subscribed else { break }
-                switch Int.random(in: 0..<20, using: &rng) {
-                case 0: break  // a live frame lost: the next one shows the gap
-                case 1: inFlight.append(.resyncRequired(conversationId: ServerHistory.id, lastSeq: history.lastSeq))
-                default: inFlight.append(.message(message))
-                }
-            case 20..<23 where !history.messages.isEmpty:
-                let edited = history.edit(Int64.random(in: 1...history.lastSeq, using: &rng))
-                if socket == .subscribed { inFlight.append(.messageUpdated(edited)) }
-            case 23..<27 where socket == .subscribed && !history.messages.isEmpty:
-                // A replay of any message, one delivered already or one
-                // ahead, anywhere after `subscribed`.
-                let seq = Int64.random(in: 1...history.lastSeq, using: &rng)
-                let first = inFlight.firstIndex { if case .subscribed = $0 { true } else { false } }.map { $0 + 1 } ?? 0
-                inFlight.insert(.message(history.message(seq)), at: Int.random(in: first...inFlight.count, using: &rng))
-            case 27..<60 where !inFlight.isEmpty:
-                feed(.received(inFlight.removeFirst()))
-            case 60..<63:
-                drop()
-            case 63..<75 where socket == .connecting:
-                socket = .open
-                feed(.opened)
+            let roll = Int.random(in: 0..<100, using: &rng)
+            if serverMove(roll) { continue }
+            switch roll {
             case 75..<88 where fetch != nil:
                 answerFetch(failing: Int.random(in: 0..<10, using: &rng) == 0)
             case 88..<94 where live.phase == .waiting && reconnect != nil:
@@ -492,11 +587,8 @@ struct SimulatedStream {
         for _ in 0..<20_000 {
             if fetch != nil {
                 answerFetch()
-            } else if !inFlight.isEmpty {
-                feed(.received(inFlight.removeFirst()))
-            } else if socket == .connecting {
-                socket = .open
-                feed(.opened)
+            } else if deliverNext() {
+                continue
             } else if live.phase == .waiting, let timer = reconnect {
                 reconnect = nil
                 feed(.timerFired(timer))

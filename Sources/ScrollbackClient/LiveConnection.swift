@@ -1,0 +1,181 @@
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+import ScrollbackModels
+import WSClient
+
+/// The one live socket of a `ScrollbackClient` (and of its copies), shared
+/// by every live stream, conversation feed and inbox feed: it performs what
+/// `SocketRouting` decides, and hands each subscriber what happened as the
+/// input of its own protocol.
+actor LiveConnection {
+    typealias Subscriber = SocketRouting.Subscriber
+
+    private var routing = SocketRouting()
+    private var sockets: [Int: LiveSocket] = [:]
+    private var inboxes: [Subscriber: AsyncStream<LiveProtocol.Input>.Continuation] = [:]
+    private var nextSubscriber = 0
+    private let url: String
+    private let token: @Sendable () async throws -> String
+
+    init(url: String, token: @escaping @Sendable () async throws -> String) {
+        self.url = url
+        self.token = token
+    }
+
+    /// Starts listening to `topic`; what happens to the socket arrives in `inbox`.
+    func join(_ topic: LiveTopic, inbox: AsyncStream<LiveProtocol.Input>.Continuation) -> Subscriber {
+        nextSubscriber += 1
+        inboxes[nextSubscriber] = inbox
+        perform(.join(nextSubscriber, topic))
+        return nextSubscriber
+    }
+
+    /// The subscriber needs the socket: `opened` arrives in its inbox when it may send.
+    func want(_ subscriber: Subscriber) { perform(.want(subscriber)) }
+
+    func send(_ frame: ClientFrame, from subscriber: Subscriber) { perform(.send(subscriber, frame)) }
+
+    /// Gives up the subscriber's subscription on the current socket (it may want the socket again).
+    func release(_ subscriber: Subscriber) { perform(.release(subscriber)) }
+
+    /// Stops listening; the last subscriber to leave closes the socket.
+    func leave(_ subscriber: Subscriber) {
+        perform(.leave(subscriber))
+        inboxes[subscriber] = nil
+    }
+
+    /// How many sockets this client has open or opening (0 or 1).
+    var openSockets: Int { sockets.count }
+
+    private func socketReported(_ number: Int, _ input: LiveProtocol.Input) {
+        perform(.socket(number, input))
+        switch input {
+        case .closed, .failed, .tokenUnavailable: sockets[number] = nil
+        default: break
+        }
+    }
+
+    private func perform(_ action: SocketRouting.Action) {
+        for effect in routing.handle(action) {
+            switch effect {
+            case .open(let number):
+                open(number)
+            case .close(let number):
+                sockets.removeValue(forKey: number)?.close()
+            case .write(let frame, let number):
+                sockets[number]?.send(frame)
+            case .tell(let subscriber, let input):
+                inboxes[subscriber]?.yield(input)
+            }
+        }
+    }
+
+    /// Opens socket `number` with a fresh token from the provider.
+    private func open(_ number: Int) {
+        let socket = LiveSocket(url: url) { [weak self] input in await self?.socketReported(number, input) }
+        sockets[number] = socket
+        socket.start(token: token)
+    }
+}
+
+/// One socket, run by a task of its own that reports what happens to it.
+/// Frames to send are queued and written in order by the same task. Closing
+/// it gives it up at once: an upgrade that hangs (a server in the middle of
+/// shutting down, a proxy whose backend is gone), which WSClient's connect
+/// would wait on forever and a subscriber's deadline gives up, is left to
+/// end with its connection, and sends and delivers nothing if it succeeds
+/// later.
+final class LiveSocket: Sendable {
+    private enum Phase {
+        case connecting
+        case open
+        case closed
+    }
+
+    private let url: String
+    private let report: @Sendable (LiveProtocol.Input) async -> Void
+    private let phase = NIOLockedValueBox(Phase.connecting)
+    private let task = NIOLockedValueBox<Task<Void, Never>?>(nil)
+    private let outgoing: AsyncStream<ClientFrame>
+    private let queue: AsyncStream<ClientFrame>.Continuation
+
+    init(url: String, report: @escaping @Sendable (LiveProtocol.Input) async -> Void) {
+        self.url = url
+        self.report = report
+        (outgoing, queue) = AsyncStream.makeStream(of: ClientFrame.self)
+    }
+
+    /// Connects with a token from `token`; reports `tokenUnavailable` when it fails.
+    func start(token: @escaping @Sendable () async throws -> String) {
+        task.withLockedValue {
+            $0 = Task { [self] in
+                let bearer: String
+                do {
+                    bearer = try await token()
+                } catch {
+                    return await report(.tokenUnavailable(reason: "\(error)"))
+                }
+                await run(token: bearer)
+            }
+        }
+    }
+
+    private func run(token: String) async {
+        let (report, outgoing) = (self.report, self.outgoing)
+        do {
+            let close = try await WebSocketClient.connect(
+                url: url, configuration: ScrollbackClient.socketConfiguration, logger: ScrollbackClient.socketLogger
+            ) { inbound, outbound, _ in
+                guard self.upgraded() else { return }
+                // The token goes in the first frame rather than the
+                // upgrade's header: a refusal then comes after the client
+                // is reading, never together with the 101 (where a frame
+                // and the server's FIN arriving at once can be lost).
+                try await outbound.write(.text(Self.text(of: .auth(token: token))))
+                await report(.opened)
+                try await withThrowingDiscardingTaskGroup { group in
+                    group.addTask {
+                        // A write that fails is a socket that closes: the close is reported.
+                        for await frame in outgoing { try await outbound.write(.text(Self.text(of: frame))) }
+                    }
+                    for try await message in inbound.messages(maxSize: APILimits.maxStreamFrameBytes * 4) {
+                        guard case .text(let text) = message,
+                            let frame = try? ScrollbackJSON.decoder().decode(ServerFrame.self, from: Data(text.utf8))
+                        else { continue }
+                        await report(.received(frame))
+                    }
+                    group.cancelAll()
+                }
+            }
+            await report(.closed(code: close.map { Int(UInt16(webSocketErrorCode: $0.closeCode)) }, reason: close?.reason))
+        } catch {
+            await report(.failed(reason: "\(error)"))
+        }
+    }
+
+    private static func text(of frame: ClientFrame) -> String {
+        // Encoding a frame of the kit's own cannot fail.
+        String(decoding: (try? ScrollbackJSON.encoder().encode(frame)) ?? Data(), as: UTF8.self)
+    }
+
+    /// Called when the upgrade succeeded; false if the socket was given up.
+    private func upgraded() -> Bool {
+        phase.withLockedValue { phase in
+            guard case .connecting = phase else { return false }
+            phase = .open
+            return true
+        }
+    }
+
+    /// Queues a frame; frames sent before the socket opens wait for it.
+    func send(_ frame: ClientFrame) {
+        queue.yield(frame)
+    }
+
+    func close() {
+        phase.withLockedValue { $0 = .closed }
+        queue.finish()
+        task.withLockedValue { $0 }?.cancel()
+    }
+}

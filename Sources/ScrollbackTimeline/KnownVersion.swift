@@ -1,0 +1,58 @@
+/// How new what a client holds of one conversation is, as one value with
+/// its rules: every version the kit tracks (what a window is current as of,
+/// where its live subscription carries every change from, the highest
+/// version seen, which pages ask for as `min_version`) is one of these, so
+/// the rule that moves it is written once.
+///
+/// Versions are dense per conversation: each send, edit and deletion takes
+/// the next one. What is held is current as of `current` (every change up
+/// to it is applied); a live subscription carries every change after
+/// `liveFrom`, so changes seen live move `current` on only once it has
+/// caught up to `liveFrom`, and what lies between is fetched
+/// (`GET .../changes?since_version=current`).
+public struct KnownVersion: Sendable, Equatable {
+    /// Everything held is current as of this version.
+    public private(set) var current: Int64 = 0
+    /// The version from which the live subscription carries every change
+    /// (its `subscribed` frame's); nil before the first subscription.
+    public private(set) var liveFrom: Int64?
+    /// The highest version seen anywhere: a write's answer, a page, a
+    /// change set, a live frame. A page read later must be at least this
+    /// new (`min_version`).
+    public private(set) var seen: Int64 = 0
+
+    public init() {}
+
+    /// A version seen that says nothing of what is held (a write's answer,
+    /// a frame passed on): it raises only `seen`.
+    public mutating func saw(_ version: Int64) {
+        seen = max(seen, version)
+    }
+
+    /// A change applied as it came live: what is held is current through
+    /// it, once it was current up to where the subscription began.
+    public mutating func sawLive(_ version: Int64) {
+        saw(version)
+        guard let liveFrom, current >= liveFrom else { return }
+        current = max(current, version)
+    }
+
+    /// Every change up to `version` is applied to what is held (a change
+    /// set, or a page that is the whole of what is held).
+    public mutating func caughtUp(to version: Int64) {
+        saw(version)
+        current = max(current, version)
+    }
+
+    /// A subscription is live from `version` on: the version to catch up
+    /// from when what is held is older, or nil when it is current.
+    public mutating func subscribed(at version: Int64) -> Int64? {
+        liveFrom = version
+        return current < version ? current : nil
+    }
+
+    /// Whether what is held is current as of `version`.
+    public func isCurrent(asOf version: Int64) -> Bool {
+        current >= version
+    }
+}

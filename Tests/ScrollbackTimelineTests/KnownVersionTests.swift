@@ -1,0 +1,32 @@
+import ScrollbackTimeline
+import Testing
+
+/// The one record of how new what is held is: what a window is current as
+/// of, where its subscription carries every change from, the highest
+/// version seen.
+@Suite struct KnownVersionTests {
+    @Test func aChangeSeenLiveCountsOnlyOnceWhatIsHeldIsCaughtUpToTheSubscription() {
+        var versions = KnownVersion()
+        versions.caughtUp(to: 5)  // a page at version 5
+        #expect(versions.subscribed(at: 9) == 5, "changes 6 to 9 were made before the subscription: fetch them")
+        versions.sawLive(11)
+        #expect(versions.current == 5 && versions.seen == 11, "6 to 9 are still missing")
+        versions.caughtUp(to: 9)
+        versions.sawLive(12)
+        #expect(versions.current == 12)
+        #expect(versions.subscribed(at: 12) == nil, "current: nothing to catch up")
+    }
+
+    @Test func versionsOnlyEverGrow() {
+        var versions = KnownVersion()
+        versions.saw(7)
+        versions.saw(3)
+        versions.caughtUp(to: 6)
+        versions.caughtUp(to: 2)
+        #expect(versions.seen == 7 && versions.current == 6)
+        #expect(versions.isCurrent(asOf: 6) && !versions.isCurrent(asOf: 7))
+        #expect(versions.liveFrom == nil)
+        versions.sawLive(9)
+        #expect(versions.current == 6, "not subscribed: a live change says nothing of the rest")
+    }
+}
