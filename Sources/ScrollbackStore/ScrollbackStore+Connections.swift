@@ -1,15 +1,17 @@
 import Foundation
 import PostgresNIO
 import Logging
+import NIOConcurrencyHelpers
+import NIOCore
 
 extension ScrollbackStore {
     /// Runs one statement and returns every row of its result, read to its
     /// end. A writing one answers only once its commit is known to be done
     /// (`proveCommitted`).
     func rows(_ query: PostgresQuery, writes: Bool, as name: StatementName) async throws -> [PostgresRow] {
-        try await withConnection(writes: writes, as: name) { [logger] connection in
+        try await withConnection(writes: writes, as: name) { [logger, limit = options.deadline] connection in
             let rows = try await connection.query(query, logger: logger).collect()
-            if writes { try await Self.proveCommitted(on: connection, logger: logger) }
+            if writes { try await Self.proveCommitted(on: connection, logger: logger, within: limit) }
             return rows
         }
     }
@@ -23,14 +25,14 @@ extension ScrollbackStore {
         _ statement: Statement, writes: Bool, as name: StatementName,
         refusing refuse: @escaping @Sendable (PSQLError) -> (any Error)? = { _ in nil }
     ) async throws -> [Statement.Row] where Statement.Row: Sendable {
-        try await withConnection(writes: writes, as: name) { [logger] connection in
+        try await withConnection(writes: writes, as: name) { [logger, limit = options.deadline] connection in
             var rows: [Statement.Row] = []
             do {
                 for try await row in try await connection.execute(statement, logger: logger) { rows.append(row) }
             } catch let error as PSQLError {
                 throw refuse(error) ?? error
             }
-            if writes { try await Self.proveCommitted(on: connection, logger: logger) }
+            if writes { try await Self.proveCommitted(on: connection, logger: logger, within: limit) }
             return rows
         }
     }
@@ -47,8 +49,8 @@ extension ScrollbackStore {
     /// commit, so a trivial one follows; if the connection dies first, the
     /// outcome is unknown, as it is. (A `BEGIN` ... `COMMIT` would prove the
     /// same but hold the statement's row locks for one more round trip.)
-    static func proveCommitted(on connection: PostgresConnection, logger: Logger) async throws {
-        try await committed(on: connection, logger: logger) {
+    static func proveCommitted(on connection: PostgresConnection, logger: Logger, within limit: Duration) async throws {
+        try await committed(on: connection, logger: logger, within: limit) {
             _ = try await connection.query("SELECT 1", logger: logger).collect()
         }
     }
@@ -56,16 +58,69 @@ extension ScrollbackStore {
     /// Runs `next`, the query after a write on `connection`, as the proof
     /// of that write's commit (see `proveCommitted`): a statement that reads
     /// what was written proves it as well as a trivial one.
-    static func committed<T>(
-        on connection: PostgresConnection, logger: Logger, _ next: () async throws -> T
+    ///
+    /// A proof that has not answered within `limit` answers
+    /// `outcomeUnknown` and closes the connection. A backend ended while its
+    /// commit runs (a crash, or one terminated in a deferred trigger) sends
+    /// the statement's completion and goes, and the driver was seen never to
+    /// fail the query queued behind it: awaited alone, that query would keep
+    /// its connection leased for good, and a pool that shuts down waits for
+    /// every lease (the instance, or a test's store, would never stop).
+    /// `next` goes on in a task of its own until the driver lets it go.
+    static func committed<T: Sendable>(
+        on connection: PostgresConnection, logger: Logger, within limit: Duration,
+        _ next: @escaping @Sendable () async throws -> T
     ) async throws -> T {
+        let first = FirstAnswer<T>()
+        let result: Result<T, any Error> = await withCheckedContinuation { continuation in
+            first.open(continuation)
+            let timer = connection.eventLoop.scheduleTask(in: .nanoseconds(limit.nanoseconds)) {
+                if first.answer(.failure(StoreError.outcomeUnknown)) {
+                    logger.warning("the proof of a commit did not answer in time: closing its connection")
+                    _ = connection.close() as EventLoopFuture<Void>
+                }
+            }
+            // Unstructured on purpose, as in `Deadline`: a structured child
+            // would make the caller wait for a query the driver never ends.
+            Task {
+                let result: Result<T, any Error>
+                do {
+                    result = .success(try await next())
+                } catch {
+                    result = .failure(error)
+                }
+                timer.cancel()
+                first.answer(result)
+            }
+        }
         do {
-            return try await next()
+            return try result.get()
         } catch let error as MalformedRow {
             throw error  // a bug between a statement and its decoding, not an unknown commit
         } catch {
             // Whatever ended it, the commit may have happened or not.
             throw StoreError.outcomeUnknown
+        }
+    }
+
+    /// Resumes a continuation with the first answer it is given; later
+    /// ones are dropped.
+    private final class FirstAnswer<T: Sendable>: Sendable {
+        private let continuation = NIOLockedValueBox<CheckedContinuation<Result<T, any Error>, Never>?>(nil)
+
+        func open(_ waiting: CheckedContinuation<Result<T, any Error>, Never>) {
+            continuation.withLockedValue { $0 = waiting }
+        }
+
+        /// Whether this was the first answer.
+        @discardableResult
+        func answer(_ result: Result<T, any Error>) -> Bool {
+            guard let waiting = continuation.withLockedValue({ waiting in
+                defer { waiting = nil }
+                return waiting
+            }) else { return false }
+            waiting.resume(returning: result)
+            return true
         }
     }
 

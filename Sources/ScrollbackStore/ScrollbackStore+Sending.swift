@@ -68,7 +68,7 @@ extension ScrollbackStore {
     func storeSends(
         _ sends: [Send], as name: StatementName, refusable: Bool = false
     ) async throws -> [Result<SendOutcome, any Error>] {
-        try await withConnection(writes: true, as: name) { [logger, metrics] connection in
+        try await withConnection(writes: true, as: name) { [logger, metrics, limit = options.deadline] connection in
             var rows: [SendRow] = []
             do {
                 if sends.count == 1, let send = sends.first {
@@ -86,7 +86,7 @@ extension ScrollbackStore {
                 throw SendGroupRefused(error: error)
             }
             let stored = rows.compactMap { row in row.seq.map { StoredMessagesStatement.Key(position: row.position, seq: $0) } }
-            let messages = try await Self.committed(on: connection, logger: logger) {
+            let messages = try await Self.committed(on: connection, logger: logger, within: limit) {
                 var messages: [Int: Message] = [:]
                 guard !stored.isEmpty else { return messages }
                 let statement = StoredMessagesStatement(sends: sends, keys: stored)

@@ -1,7 +1,8 @@
 import Foundation
+import Logging
 import PostgresNIO
 import ScrollbackModels
-import ScrollbackStore
+@testable import ScrollbackStore
 import ScrollbackTestSupport
 import Testing
 
@@ -194,6 +195,30 @@ import Testing
             let page = try await store.page(of: conversation.id, for: "alice", anchor: .newest, limit: 50)
             #expect(page.lastSeq == 10)
             #expect(page.messages.map(\.seq) == Array((1...10).reversed()))
+        }
+    }
+
+    /// A proof of a commit that the driver never answers (as after a backend
+    /// ended in its commit) is given up at its limit: the write answers
+    /// `outcome_unknown` and the connection is closed, so its lease goes back
+    /// to the pool instead of staying out for good.
+    @Test func aProofThatNeverAnswersIsGivenUpAtItsLimitAndItsConnectionClosed() async throws {
+        try await TestDatabase.withStore { store in
+            try await TestDatabase.otherConnection(to: store) { connection in
+                let started = ContinuousClock.now
+                await #expect(throws: StoreError.outcomeUnknown) {
+                    try await ScrollbackStore.committed(
+                        on: connection, logger: Logger(label: "test"), within: .milliseconds(300)
+                    ) {
+                        // Stands for a query the driver never ends.
+                        try await Task.sleep(for: .seconds(120))
+                        return 1
+                    }
+                }
+                #expect(ContinuousClock.now - started < .seconds(30))
+                try await connection.closeFuture.get()
+                #expect(connection.isClosed)
+            }
         }
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NIOConcurrencyHelpers
 import PostgresNIO
 import ScrollbackEmbeddedPostgres
 import ScrollbackStore
@@ -65,15 +66,47 @@ public enum TestDatabase {
         }
     }
 
-    /// Runs `body` while `store`'s pool runs; stops the pool after.
+    /// Runs `body` while `store`'s pool runs; stops the pool after. A pool
+    /// that has not stopped a minute later (a connection that stays leased
+    /// for good) fails the test that used it, instead of hanging the run.
     public static func running<T: Sendable>(_ store: ScrollbackStore, _ body: () async throws -> T) async throws -> T {
-        try await withThrowingTaskGroup(of: T?.self) { group in
-            group.addTask {
-                try await store.run()
-                return nil
+        let pool = Task { try await store.run() }
+        let outcome: Result<T, any Error>
+        do {
+            outcome = .success(try await body())
+        } catch {
+            outcome = .failure(error)
+        }
+        pool.cancel()
+        if !(await ended(pool, within: .seconds(60))) {
+            throw PoolDidNotStop()
+        }
+        return try outcome.get()
+    }
+
+    struct PoolDidNotStop: Error, CustomStringConvertible {
+        var description: String { "the store's pool had not stopped a minute after its test ended: a connection stayed leased" }
+    }
+
+    /// Whether `task` ends within `limit` (it goes on either way).
+    static func ended(_ task: Task<Void, any Error>, within limit: Duration) async -> Bool {
+        let first = NIOLockedValueBox<CheckedContinuation<Bool, Never>?>(nil)
+        return await withCheckedContinuation { continuation in
+            first.withLockedValue { $0 = continuation }
+            func answer(_ ended: Bool) {
+                first.withLockedValue { waiting in
+                    defer { waiting = nil }
+                    return waiting
+                }?.resume(returning: ended)
             }
-            defer { group.cancelAll() }
-            return try await body()
+            Task {
+                _ = await task.result
+                answer(true)
+            }
+            Task {
+                try? await Task.sleep(for: limit)
+                answer(false)
+            }
         }
     }
 
