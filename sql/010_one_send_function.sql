@@ -36,7 +36,13 @@ CREATE FUNCTION store_sends(
 RETURNS TABLE (
     send_position bigint, is_member boolean, parent_state text, created boolean, same_body boolean,
     conversation_id uuid, seq bigint, conversation_version bigint)
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+-- One plan for every call: planned for its values each time (what PL/pgSQL
+-- does while a generic plan looks costlier than the first few custom ones,
+-- and with arrays of unknown length it always does), this statement cost a
+-- send more than twice the rest of its work.
+SET plan_cache_mode = force_generic_plan
+AS $$
 #variable_conflict use_column
 BEGIN
     PERFORM 1 FROM conversations c WHERE c.id = ANY (conversation_ids) ORDER BY c.id FOR NO KEY UPDATE;
