@@ -42,6 +42,11 @@ public struct APIErrorCode: RawRepresentable, Codable, Sendable, Hashable, CaseI
     public static let memberNotFound = APIErrorCode(rawValue: "member_not_found")
     /// The conversation has no message with that seq.
     public static let messageNotFound = APIErrorCode(rawValue: "message_not_found")
+    /// No upload with that id of the caller in this conversation.
+    public static let uploadNotFound = APIErrorCode(rawValue: "upload_not_found")
+    /// No attachment with that id on a message of this conversation (or
+    /// its message was deleted).
+    public static let attachmentNotFound = APIErrorCode(rawValue: "attachment_not_found")
     /// No such route.
     public static let notFound = APIErrorCode(rawValue: "not_found")
     /// A known route that does not take this method (the `Allow` header lists those it takes).
@@ -60,6 +65,13 @@ public struct APIErrorCode: RawRepresentable, Codable, Sendable, Hashable, CaseI
     /// The request body is larger than the server's limit
     /// (``APILimits/maxRequestBodyBytes`` unless it sets another).
     public static let payloadTooLarge = APIErrorCode(rawValue: "payload_too_large")
+    /// An upload's bytes do not start where the upload stands: send from
+    /// `received` (the answer's, or the `GET` of the upload's).
+    public static let uploadOffsetMismatch = APIErrorCode(rawValue: "upload_offset_mismatch")
+    /// An upload that was sent with a message already, or expired unsent.
+    public static let uploadUnavailable = APIErrorCode(rawValue: "upload_unavailable")
+    /// A `Range` that names no byte of the attachment.
+    public static let rangeNotSatisfiable = APIErrorCode(rawValue: "range_not_satisfiable")
     /// The caller did this too often: wait `Retry-After` seconds (on the
     /// live stream, the error frame's `retry_after`) before trying again.
     public static let rateLimited = APIErrorCode(rawValue: "rate_limited")
@@ -87,6 +99,21 @@ public struct APIErrorCode: RawRepresentable, Codable, Sendable, Hashable, CaseI
     public static let invalidEmoji = APIErrorCode(rawValue: "invalid_emoji")
     public static let tooManyReactions = APIErrorCode(rawValue: "too_many_reactions")
     public static let notAThreadRoot = APIErrorCode(rawValue: "not_a_thread_root")
+    /// An upload's `filename`, `content_type` or `blurhash` is malformed.
+    public static let invalidUpload = APIErrorCode(rawValue: "invalid_upload")
+    /// An upload's declared size is 0 or beyond the server's limit, or its
+    /// bytes go beyond the size declared.
+    public static let invalidUploadSize = APIErrorCode(rawValue: "invalid_upload_size")
+    /// The bytes are not what the upload declared (another type, or an
+    /// image whose header is broken): the upload is refused.
+    public static let invalidUploadContent = APIErrorCode(rawValue: "invalid_upload_content")
+    /// The caller has as many uploads pending (not sent, not expired) as
+    /// the server takes.
+    public static let tooManyUploads = APIErrorCode(rawValue: "too_many_uploads")
+    /// A send's `attachments`: more than ``APILimits/maxAttachmentsPerMessage``,
+    /// repeated, or an upload that is not complete, of another user or
+    /// conversation, already sent or expired.
+    public static let invalidAttachments = APIErrorCode(rawValue: "invalid_attachments")
 
     // MARK: 5xx: our side
 
@@ -104,10 +131,13 @@ public struct APIErrorCode: RawRepresentable, Codable, Sendable, Hashable, CaseI
     public static let allCases: [APIErrorCode] = [
         .invalidJSON, .invalidField, .invalidParameter, .badRequest, .unknownFrameType,
         .unauthorized, .forbidden,
-        .conversationNotFound, .memberNotFound, .messageNotFound, .notFound, .methodNotAllowed,
-        .requestTimeout, .idempotencyConflict, .messageDeleted, .payloadTooLarge, .rateLimited,
+        .conversationNotFound, .memberNotFound, .messageNotFound, .uploadNotFound, .attachmentNotFound, .notFound,
+        .methodNotAllowed,
+        .requestTimeout, .idempotencyConflict, .messageDeleted, .payloadTooLarge, .uploadOffsetMismatch,
+        .uploadUnavailable, .rangeNotSatisfiable, .rateLimited,
         .invalidMessageBody, .invalidClientID, .invalidTitle, .invalidUserID, .invalidReadSeq, .tooManyMembers,
         .tooManyItems, .invalidLayoutInput, .invalidReplyTo, .invalidEmoji, .tooManyReactions, .notAThreadRoot,
+        .invalidUpload, .invalidUploadSize, .invalidUploadContent, .tooManyUploads, .invalidAttachments,
         .internalError, .serviceUnavailable, .outcomeUnknown,
     ]
 }

@@ -75,4 +75,22 @@ public enum APILimits {
     public static let streamAuthSeconds = 5
     /// Seconds between two `typing` events of one member in one conversation.
     public static let typingIntervalSeconds = 2
+
+    /// Attachments (upload ids) one message carries.
+    public static let maxAttachmentsPerMessage = 10
+    /// An upload's size in bytes. The default: a server may set another
+    /// (`SCROLLBACK_MAX_UPLOAD_BYTES`).
+    public static let maxUploadBytes: Int64 = 25 * 1024 * 1024
+    /// Seconds an upload may wait for the message that sends it; then it
+    /// expires and its bytes are collected.
+    public static let uploadLifetimeSeconds = 3_600
+    /// Uploads one user may have pending (not sent, not expired) at once.
+    public static let maxPendingUploads = 50
+    /// An upload's `filename`: 1 to this many code points, no control
+    /// characters, no `/` or `\`.
+    public static let maxFilenameLength = 255
+    /// An upload's declared `content_type`: `type/subtype`, at most this many characters.
+    public static let maxContentTypeLength = 127
+    /// An upload's `blurhash`: at most this many characters (9 × 9 components).
+    public static let maxBlurhashLength = 166
 }

@@ -17,6 +17,7 @@ public struct Message: Codable, Sendable, Hashable {
         case threadRoot = "thread_root"
         case thread
         case reactions
+        case attachments
     }
 
     public var conversationId: UUID
@@ -42,11 +43,14 @@ public struct Message: Codable, Sendable, Hashable {
     /// Reactions, one entry per emoji in the order each was first used;
     /// `me` is about the user who asked.
     public var reactions: [ReactionSummary]
+    /// Files and images, in the order they were sent; none on a tombstone.
+    public var attachments: [Attachment]
 
     public init(
         conversationId: UUID, seq: Int64, sender: String, body: String, clientId: String?, createdAt: Date,
         version: Int64, editedAt: Date? = nil, deleted: Bool = false, replyTo: ReplyPreview? = nil,
-        threadRoot: Int64? = nil, thread: ThreadSummary? = nil, reactions: [ReactionSummary] = []
+        threadRoot: Int64? = nil, thread: ThreadSummary? = nil, reactions: [ReactionSummary] = [],
+        attachments: [Attachment] = []
     ) {
         self.conversationId = conversationId
         self.seq = seq
@@ -61,6 +65,7 @@ public struct Message: Codable, Sendable, Hashable {
         self.threadRoot = threadRoot
         self.thread = thread
         self.reactions = reactions
+        self.attachments = attachments
     }
 
     public init(from decoder: any Decoder) throws {
@@ -78,6 +83,7 @@ public struct Message: Codable, Sendable, Hashable {
         threadRoot = try container.decodeIfPresent(Int64.self, forKey: .threadRoot)
         thread = try container.decodeIfPresent(ThreadSummary.self, forKey: .thread)
         reactions = try container.decodeIfPresent([ReactionSummary].self, forKey: .reactions) ?? []
+        attachments = try container.decodeIfPresent([Attachment].self, forKey: .attachments) ?? []
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -96,6 +102,7 @@ public struct Message: Codable, Sendable, Hashable {
         try container.encodeIfPresent(threadRoot, forKey: .threadRoot)
         try container.encodeIfPresent(thread, forKey: .thread)
         if !reactions.isEmpty { try container.encode(reactions, forKey: .reactions) }
+        if !attachments.isEmpty { try container.encode(attachments, forKey: .attachments) }
     }
 }
 
@@ -106,18 +113,32 @@ public struct SendMessageRequest: Codable, Sendable, Equatable {
         case body
         case clientId = "client_id"
         case replyTo = "reply_to"
+        case attachments
     }
 
+    /// May be empty (or left out) when the message has attachments.
     public var body: String
     /// Idempotency key: resending with the same key returns the original message.
     public var clientId: String?
     /// The seq of the message this one answers, in the same conversation.
     public var replyTo: Int64?
+    /// Upload ids (`POST .../uploads`), each complete, of the sender and
+    /// this conversation, not sent before, and not expired.
+    public var attachments: [UUID]?
 
-    public init(body: String, clientId: String? = nil, replyTo: Int64? = nil) {
+    public init(body: String, clientId: String? = nil, replyTo: Int64? = nil, attachments: [UUID]? = nil) {
         self.body = body
         self.clientId = clientId
         self.replyTo = replyTo
+        self.attachments = attachments
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        body = try container.decodeIfPresent(String.self, forKey: .body) ?? ""
+        clientId = try container.decodeIfPresent(String.self, forKey: .clientId)
+        replyTo = try container.decodeIfPresent(Int64.self, forKey: .replyTo)
+        attachments = try container.decodeIfPresent([UUID].self, forKey: .attachments)
     }
 }
 
@@ -207,6 +228,10 @@ public struct ChangeSet: Codable, Sendable, Equatable {
 extension Message: JSONWritable {
     public func write(to writer: inout JSONWriter) {
         writer.beginObject()
+        if !attachments.isEmpty {
+            writer.key("attachments")
+            writer.array(attachments)
+        }
         writer.key("body")
         writer.string(body)
         writer.key("client_id")

@@ -17,8 +17,8 @@ public enum ClientFrame: Codable, Sendable, Equatable {
     case unsubscribe(conversationId: UUID)
     /// A send with the validation, limits and idempotency of
     /// `POST /v1/conversations/{id}/messages`; `clientId` is required here
-    /// because the `ack` is matched by it.
-    case send(conversationId: UUID, body: String, clientId: String, replyTo: Int64? = nil)
+    /// because the `ack` is matched by it. `attachments` are upload ids.
+    case send(conversationId: UUID, body: String, clientId: String, replyTo: Int64? = nil, attachments: [UUID] = [])
     /// Moves the sender's read marker (`PUT .../read`).
     case read(conversationId: UUID, seq: Int64)
     /// The sender is typing; never stored.
@@ -38,6 +38,7 @@ public enum ClientFrame: Codable, Sendable, Equatable {
         case body
         case clientId = "client_id"
         case replyTo = "reply_to"
+        case attachments
         case seq
         case after
     }
@@ -62,9 +63,10 @@ public enum ClientFrame: Codable, Sendable, Equatable {
         case "send":
             self = .send(
                 conversationId: try container.decode(UUID.self, forKey: .conversationId),
-                body: try container.decode(String.self, forKey: .body),
+                body: try container.decodeIfPresent(String.self, forKey: .body) ?? "",
                 clientId: try container.decode(String.self, forKey: .clientId),
-                replyTo: try container.decodeIfPresent(Int64.self, forKey: .replyTo))
+                replyTo: try container.decodeIfPresent(Int64.self, forKey: .replyTo),
+                attachments: try container.decodeIfPresent([UUID].self, forKey: .attachments) ?? [])
         case "read":
             self = .read(
                 conversationId: try container.decode(UUID.self, forKey: .conversationId),
@@ -95,12 +97,13 @@ public enum ClientFrame: Codable, Sendable, Equatable {
         case .unsubscribe(let id):
             try container.encode("unsubscribe", forKey: .type)
             try container.encode(id.lowercased, forKey: .conversationId)
-        case .send(let id, let body, let clientId, let replyTo):
+        case .send(let id, let body, let clientId, let replyTo, let attachments):
             try container.encode("send", forKey: .type)
             try container.encode(id.lowercased, forKey: .conversationId)
             try container.encode(body, forKey: .body)
             try container.encode(clientId, forKey: .clientId)
             try container.encodeIfPresent(replyTo, forKey: .replyTo)
+            if !attachments.isEmpty { try container.encode(attachments.map(\.lowercased), forKey: .attachments) }
         case .read(let id, let seq):
             try container.encode("read", forKey: .type)
             try container.encode(id.lowercased, forKey: .conversationId)

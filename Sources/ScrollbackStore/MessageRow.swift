@@ -15,6 +15,7 @@ enum MessageRow {
     static let names = [
         "seq", "sender", "body", "client_id", "created_at", "version", "edited_at", "deleted", "reply_to",
         "thread_root", "reply_count", "last_reply_at", "thread_participants", "reaction_emojis", "reaction_counts",
+        "attachments",
     ]
 
     /// `m.seq AS m_seq, m.sender AS m_sender, ..., <parent> AS m_parent, <mine> AS m_mine`
@@ -83,6 +84,7 @@ enum MessageRow {
                 threadParticipants: column("thread_participants", [String].self),
                 reactionEmojis: column("reaction_emojis", [String].self),
                 reactionCounts: column("reaction_counts", [Int32].self),
+                attachments: column("attachments", String.self),
                 parent: column("parent", [String].self), mine: column("mine", [String].self)),
             conversation: conversation, personal: personal)
     }
@@ -104,6 +106,8 @@ enum MessageRow {
         var threadParticipants: [String]?
         var reactionEmojis: [String]?
         var reactionCounts: [Int32]?
+        /// The JSON of the attachments (`StoredAttachment`s).
+        var attachments: String?
         /// `[sender, excerpt, deleted]` of the parent.
         var parent: [String]?
         /// `user emoji` pairs of the readers' reactions.
@@ -133,6 +137,9 @@ enum MessageRow {
             message.thread = ThreadSummary(
                 replyCount: Int64(count), lastReplyAt: last, participants: columns.threadParticipants ?? [])
         }
+        if let attachments = columns.attachments {
+            message.attachments = try StoredAttachment.attachments(attachments, in: conversation)
+        }
         if let emojis = columns.reactionEmojis, let counts = columns.reactionCounts {
             guard emojis.count == counts.count else { throw MalformedRow() }
             let mine = personal ? Set((columns.mine ?? []).map(Self.emoji(ofPair:))) : []
@@ -161,3 +168,38 @@ enum MessageRow {
 /// A row without a column its statement always returns: a bug between a
 /// statement and its decoding, not a database outage (a logged 500, not a 503).
 struct MalformedRow: Error {}
+
+/// An attachment as `messages.attachments` holds it (`sql/011_attachments.sql`):
+/// what the server recorded of the upload, without its URL, which is made
+/// from the ids when it is read.
+struct StoredAttachment: Codable, Sendable {
+    enum CodingKeys: String, CodingKey {
+        case id, kind, size, filename, width, height, blurhash
+        case contentType = "content_type"
+    }
+
+    var id: UUID
+    var kind: AttachmentKind
+    var contentType: String
+    var size: Int64
+    var filename: String
+    var width: Int?
+    var height: Int?
+    var blurhash: String?
+
+    private static let decoder = JSONDecoder()
+
+    /// The attachments of a message of `conversation` from their column's JSON.
+    static func attachments(_ json: String, in conversation: UUID) throws -> [Attachment] {
+        do {
+            return try decoder.decode([StoredAttachment].self, from: Data(json.utf8)).map { stored in
+                Attachment(
+                    id: stored.id, kind: stored.kind, contentType: stored.contentType, size: stored.size,
+                    filename: stored.filename, width: stored.width, height: stored.height, blurhash: stored.blurhash,
+                    url: Attachment.path(stored.id, in: conversation))
+            }
+        } catch {
+            throw MalformedRow()
+        }
+    }
+}

@@ -85,6 +85,10 @@ extension ScrollbackStore {
                 -- A tombstone keeps no reactions.
                 DELETE FROM reactions
                 WHERE conversation_id = \(id) AND seq = \(seq) AND \(deleting) AND EXISTS (SELECT 1 FROM c)
+            ), unattach AS (
+                -- Nor attachments: their bytes are collected after a grace period.
+                UPDATE uploads SET removed_at = now()
+                WHERE conversation_id = \(id) AND message_seq = \(seq) AND \(deleting) AND EXISTS (SELECT 1 FROM c)
             )
             UPDATE messages m
             SET version = c.version,
@@ -93,6 +97,7 @@ extension ScrollbackStore {
                 sent_body_hash = CASE WHEN \(deleting) THEN NULL ELSE m.sent_body_hash END,
                 reaction_emojis = CASE WHEN \(deleting) THEN NULL ELSE m.reaction_emojis END,
                 reaction_counts = CASE WHEN \(deleting) THEN NULL ELSE m.reaction_counts END,
+                attachments = CASE WHEN \(deleting) THEN NULL ELSE m.attachments END,
                 edited_at = CASE WHEN \(deleting) THEN m.edited_at ELSE clock_timestamp() END
             FROM c
             WHERE m.conversation_id = \(id) AND m.seq = \(seq)

@@ -22,6 +22,8 @@ struct Send: Sendable, Equatable {
     var body: String
     var clientID: String?
     var replyTo: Int64?
+    /// Upload ids, in order, distinct.
+    var attachments: [UUID] = []
 }
 
 extension ScrollbackStore {
@@ -44,14 +46,21 @@ extension ScrollbackStore {
     /// with its summary (`reply_count`, `last_reply_at`, participants)
     /// updated in the same statement.
     ///
+    /// With `attachments` (distinct upload ids), each must be a complete
+    /// upload of the sender in this conversation, not expired and not sent
+    /// before; they become the message's attachments, in this order.
+    ///
     /// Unless grouping is off, a send is committed with the sends that
     /// arrive with it (`SendGroups`), keeping all of the above.
     public func send(
-        to id: UUID, from sender: UserID, body: String, clientID: String?, replyTo: Int64? = nil
+        to id: UUID, from sender: UserID, body: String, clientID: String?, replyTo: Int64? = nil,
+        attachments: [UUID] = []
     ) async throws -> SendOutcome {
         // A write drops the conversation's cached pages before it answers or throws (PageCache).
         defer { pageCache.invalidate(id) }
-        let send = Send(conversation: id, sender: sender, body: body, clientID: clientID, replyTo: replyTo)
+        let send = Send(
+            conversation: id, sender: sender, body: body, clientID: clientID, replyTo: replyTo,
+            attachments: attachments)
         // (A group stands for "no client_id" with an empty one, which the API never accepts.)
         if clientID != "", let sendGroups { return try await sendGroups.send(send, store: self) }
         return try await storeSends([send], as: .send).first!.get()
@@ -113,6 +122,8 @@ struct SendRow: Sendable {
     var isMember: Bool
     /// Whether a reply's parent can be answered: `usable`, `missing` or `deleted`.
     var parent: String
+    /// Whether every attachment is an upload the send may carry.
+    var attachmentsUsable: Bool
     var created: Bool
     var sameBody: Bool
     /// The message stored, or the earlier one with the send's `client_id`.
@@ -125,6 +136,7 @@ struct SendRow: Sendable {
         guard seq != nil else {
             if let replyTo, parent == "missing" { throw StoreError.replyTargetMissing(replyTo) }
             if parent == "deleted" { throw StoreError.replyTargetDeleted }
+            if !attachmentsUsable { throw StoreError.attachmentsUnusable }
             throw MalformedRow()
         }
         guard let message else { throw MalformedRow() }
@@ -138,25 +150,31 @@ struct SendRow: Sendable {
         var reader = RowReader(row)
         return SendRow(
             position: Int(try reader.required(Int64.self) - positionOffset), isMember: try reader.required(Bool.self),
-            parent: try reader.required(String.self), created: try reader.required(Bool.self),
+            parent: try reader.required(String.self), attachmentsUsable: try reader.required(Bool.self),
+            created: try reader.required(Bool.self),
             sameBody: try reader.required(Bool.self), seq: try reader.next(Int64.self))
     }
 }
 
 /// The SQL of every send: `store_sends` on its arguments (SQL expressions
-/// of its five arrays), and the change feed's notification of the
-/// conversations it moved (`FeedEvent.notifyStored`), delivered at commit.
+/// of its arrays: one value per send, then the attachments of all sends
+/// with the position of the send of each), and the change feed's
+/// notification of the conversations it moved (`FeedEvent.notifyStored`),
+/// delivered at commit.
 enum SendSQL {
     static func text(
         conversations: String, senders: String, bodies: String, clientIDs: String, replyTos: String,
-        notifying: Bool = true
+        attachments: String, attachmentSends: String, notifying: Bool = true
     ) -> String {
         let notification = notifying ? ",\n       (\(FeedEvent.notifyStored(from: "s")))" : ""
         return """
             WITH s AS MATERIALIZED (
-                SELECT * FROM store_sends(\(conversations), \(senders), \(bodies), \(clientIDs), \(replyTos), \(APILimits.threadParticipantsShown))
+                SELECT * FROM store_sends(
+                    \(conversations), \(senders), \(bodies), \(clientIDs), \(replyTos), \(attachments), \(attachmentSends),
+                    \(APILimits.threadParticipantsShown))
             )
-            SELECT s.send_position, s.is_member, s.parent_state, s.created, s.same_body, s.seq\(notification)
+            SELECT s.send_position, s.is_member, s.parent_state, s.attachments_usable, s.created, s.same_body,
+                   s.seq\(notification)
             FROM s
             """
     }
@@ -166,16 +184,17 @@ enum SendSQL {
     static func alone(notifying: Bool = true) -> String {
         text(
             conversations: "ARRAY[$1::uuid]", senders: "ARRAY[$2::text]", bodies: "ARRAY[$3::text]",
-            clientIDs: "ARRAY[$4::text]", replyTos: "ARRAY[$5::int8]", notifying: notifying)
+            clientIDs: "ARRAY[$4::text]", replyTos: "ARRAY[$5::int8]", attachments: "$6::uuid[]",
+            attachmentSends: "array_fill(1, ARRAY[cardinality($6::uuid[])])", notifying: notifying)
     }
 }
 
 /// A send alone, prepared once per connection.
 struct SendStatement: PostgresPreparedStatement {
-    static let name = "scrollback_send_v5"
+    static let name = "scrollback_send_v6"
     static let sql = SendSQL.alone()
-    static let parameters = ["conversation_id", "sender", "body", "client_id", "reply_to"]
-    static let bindingDataTypes: [PostgresDataType] = [.uuid, .text, .text, .text, .int8]
+    static let parameters = ["conversation_id", "sender", "body", "client_id", "reply_to", "attachments"]
+    static let bindingDataTypes: [PostgresDataType] = [.uuid, .text, .text, .text, .int8, .uuidArray]
 
     var send: Send
 
@@ -184,12 +203,13 @@ struct SendStatement: PostgresPreparedStatement {
     }
 
     func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 5)
+        var bindings = PostgresBindings(capacity: 6)
         bindings.append(send.conversation)
         bindings.append(send.sender.rawValue)
         bindings.append(send.body)
         bindings.append(send.clientID)
         bindings.append(send.replyTo)
+        bindings.append(send.attachments)
         return bindings
     }
 
@@ -200,24 +220,28 @@ struct SendStatement: PostgresPreparedStatement {
 
 /// The sends of a group, prepared once per connection.
 struct SendGroupStatement: PostgresPreparedStatement {
-    static let name = "scrollback_send_group_v2"
+    static let name = "scrollback_send_group_v3"
     /// A `client_id` of `''` and a `reply_to` of 0 are none: arrays of the
     /// driver cannot hold NULL, a `client_id` is never empty and a seq is
     /// never 0.
     static let sql = SendSQL.text(
         conversations: "$1", senders: "$2", bodies: "$3", clientIDs: "array_replace($4, '', NULL)",
-        replyTos: "array_replace($5, 0::int8, NULL)")
-    static let bindingDataTypes: [PostgresDataType] = [.uuidArray, .textArray, .textArray, .textArray, .int8Array]
+        replyTos: "array_replace($5, 0::int8, NULL)", attachments: "$6", attachmentSends: "$7")
+    static let bindingDataTypes: [PostgresDataType] = [
+        .uuidArray, .textArray, .textArray, .textArray, .int8Array, .uuidArray, .int4Array,
+    ]
 
     var sends: [Send]
 
     func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 5)
+        var bindings = PostgresBindings(capacity: 7)
         bindings.append(sends.map(\.conversation))
         bindings.append(sends.map(\.sender.rawValue))
         bindings.append(sends.map(\.body))
         bindings.append(sends.map { $0.clientID ?? "" })
         bindings.append(sends.map { $0.replyTo ?? 0 })
+        bindings.append(sends.flatMap(\.attachments))
+        bindings.append(sends.enumerated().flatMap { index, send in send.attachments.map { _ in Int32(index + 1) } })
         return bindings
     }
 

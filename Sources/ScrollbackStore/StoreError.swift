@@ -18,6 +18,13 @@ public enum StoreError: Error, Equatable, Sendable {
     case replyTargetMissing(Int64)
     /// A reply to a deleted message.
     case replyTargetDeleted
+    /// No upload with that id of the caller in the conversation.
+    case uploadNotFound
+    /// The caller has as many uploads pending as they may.
+    case tooManyUploads(limit: Int)
+    /// A send's attachments are not all uploads it may carry (incomplete,
+    /// of another user or conversation, expired, or sent before).
+    case attachmentsUnusable
     /// A new kind of reaction on a message that has the most kinds it may.
     case tooManyReactions(limit: Int)
     /// A thread of a message that is itself a reply (threads start at their root).

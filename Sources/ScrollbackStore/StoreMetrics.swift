@@ -30,6 +30,9 @@ public enum StatementName: String, CaseIterable, Sendable {
     case migrate
     case search
     case searchBackfill = "search_backfill"
+    case upload
+    case uploadBytes = "upload_bytes"
+    case collectUploads = "collect_uploads"
 }
 
 /// Why the store gave up on a statement or on waiting for a connection,

@@ -101,6 +101,19 @@ struct TestServer {
         }
     }
 
+    /// Sends `bytes` as the body, as is, with `headers`.
+    func request(
+        _ method: HTTPRequest.Method, _ path: String, as user: String? = nil, bytes: [UInt8],
+        headers extra: HTTPFields = [:]
+    ) async throws -> Reply {
+        var headers = extra
+        if let user { headers[.authorization] = "Bearer \(try await token(user))" }
+        return try await client.execute(uri: path, method: method, headers: headers, body: ByteBuffer(bytes: bytes)) {
+            response in
+            Reply(status: response.status, headers: response.headers, body: Data(buffer: response.body))
+        }
+    }
+
     func request(
         _ method: HTTPRequest.Method, _ path: String, as user: String? = nil, json: some Encodable
     ) async throws -> Reply {

@@ -44,13 +44,16 @@ public func buildApplication(
     let connections = configuration.connections
     var app = Application(
         router: buildRouter(
-            store: store, tokens: tokens, live: delivery, commands: commands, metrics: metrics, demo: configuration.demo,
+            store: store, tokens: tokens, live: delivery, commands: commands,
+            uploads: UploadCommands(store: store, limiter: limiter, options: configuration.uploads), metrics: metrics,
+            demo: configuration.demo,
             maxBodyBytes: configuration.connections.maxBodyBytes),
         server: HTTPServerBuilder { responder in
             GuardedChildChannel(
                 base: HTTP1WebSocketUpgradeChannel(
                     responder: responder, webSocketResponder: webSocketResponder, configuration: channelConfiguration),
-                limits: connections, gate: gate, onRefused: { metrics?.refusedConnection(kind: "http") },
+                limits: connections, maxUploadBytes: Int(configuration.uploads.maxBytes), gate: gate,
+                onRefused: { metrics?.refusedConnection(kind: "http") },
                 onTimedOut: { metrics?.refusedConnection(kind: "timed_out") },
                 onBodyTooLarge: { metrics?.refusedConnection(kind: "body_too_large") })
         },
@@ -58,6 +61,7 @@ public func buildApplication(
         onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) },
         logger: logger)
     if live == nil { app.addServices(delivery) }
+    app.addServices(UploadSweeper(store: store, options: configuration.uploads, logger: logger))
     // The search's backfill starts once the schema is there and its
     // configuration is set; an unknown configuration stops the start.
     let (searchReady, searchReadiness) = AsyncStream<Bool>.makeStream()

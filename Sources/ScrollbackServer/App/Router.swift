@@ -10,10 +10,12 @@ import ServiceLifecycle
 /// is counted and timed there.
 func buildRouter(
     store: ScrollbackStore, tokens: TokenAuthority, live: LiveDelivery, commands: MemberCommands? = nil,
-    metrics: ScrollbackMetrics? = nil, demo: Bool = false, maxBodyBytes: Int = APILimits.maxRequestBodyBytes
+    uploads: UploadCommands? = nil, metrics: ScrollbackMetrics? = nil, demo: Bool = false,
+    maxBodyBytes: Int = APILimits.maxRequestBodyBytes
 ) -> Router<ScrollbackRequestContext> {
     let commands = commands ?? MemberCommands(store: store, limiter: RateLimiter(limits: RateLimits()))
     let limiter = commands.limiter
+    let uploads = uploads ?? UploadCommands(store: store, limiter: limiter, options: UploadOptions())
     let router = Router(context: ScrollbackRequestContext.self, options: .autoGenerateHeadEndpoints)
     router.add(middleware: RequestLogMiddleware(metrics: metrics?.http))
     router.add(middleware: ErrorMiddleware(maxBodyBytes: maxBodyBytes))
@@ -27,6 +29,7 @@ func buildRouter(
     ThreadController(store: store, limiter: limiter).addRoutes(to: v1)
     SearchController(store: store).addRoutes(to: v1)
     MentionController(store: store).addRoutes(to: v1)
+    UploadController(uploads: uploads).addRoutes(to: v1)
     StreamController.addPlainRoute(to: router)
     if demo { DemoController(tokens: tokens).addRoutes(to: router) }
     router.add(middleware: MethodNotAllowedMiddleware(routes: router.routes.map { ($0.method, $0.path.description) }))

@@ -20,15 +20,18 @@ struct MemberCommands: Sendable {
     }
 
     /// Stores a message, or finds the one sent earlier with the same
-    /// `clientID` (a replay, not an error).
+    /// `clientID` (a replay, not an error). With attachments (upload ids),
+    /// the body may be empty.
     func send(
-        _ body: String, clientID: String?, replyTo: Int64?, to id: UUID, by user: UserID
+        _ body: String, clientID: String?, replyTo: Int64?, attachments: [UUID] = [], to id: UUID, by user: UserID
     ) async throws -> SendOutcome {
-        let body = try Validation.messageBody(body)
+        let attachments = try Validation.attachments(attachments)
+        let body = attachments.isEmpty || !body.isEmpty ? try Validation.messageBody(body) : body
         let clientID = try Validation.clientID(clientID)
         let replyTo = try Validation.replyTo(replyTo)
         try limiter.check(.send, for: user)
-        return try await store.send(to: id, from: user, body: body, clientID: clientID, replyTo: replyTo)
+        return try await store.send(
+            to: id, from: user, body: body, clientID: clientID, replyTo: replyTo, attachments: attachments)
     }
 
     /// Moves the caller's read marker forward (never backwards).

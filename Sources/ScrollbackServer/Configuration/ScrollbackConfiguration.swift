@@ -37,7 +37,7 @@ public struct ScrollbackConfiguration: Sendable {
     /// (native apps) are always allowed. None by default.
     public var allowedOrigins = AllowedOrigins([])
     /// `SCROLLBACK_RATE_LIMITS=off` and `SCROLLBACK_LIMIT_SEND`,
-    /// `_CONVERSATIONS`, `_MEMBERS`, `_TYPING`, `_SUBSCRIBE`
+    /// `_CONVERSATIONS`, `_MEMBERS`, `_TYPING`, `_SUBSCRIBE`, `_UPLOADS`
     /// (`BURST/SECONDS`, 0 for none): per user, per instance.
     public var rateLimits = RateLimits()
     /// `SCROLLBACK_MAX_CONNECTIONS`, `SCROLLBACK_HEADER_TIMEOUT`,
@@ -52,6 +52,8 @@ public struct ScrollbackConfiguration: Sendable {
     /// `SCROLLBACK_MAX_SOCKETS` (live delivery's other settings are not
     /// configurable).
     public var liveOptions = LiveOptions()
+    /// `SCROLLBACK_MAX_UPLOAD_BYTES`, `SCROLLBACK_MAX_PENDING_UPLOADS`.
+    public var uploads = UploadOptions()
 
     public init() {}
 
@@ -152,6 +154,12 @@ public struct ScrollbackConfiguration: Sendable {
         if let text = value("SCROLLBACK_MAX_BODY_BYTES") {
             connections.maxBodyBytes = try Self.integer(text, "SCROLLBACK_MAX_BODY_BYTES", in: Self.bodyBytesRange)
         }
+        if let text = value("SCROLLBACK_MAX_UPLOAD_BYTES") {
+            uploads.maxBytes = Int64(try Self.integer(text, "SCROLLBACK_MAX_UPLOAD_BYTES", in: UploadOptions.maxBytesRange))
+        }
+        if let text = value("SCROLLBACK_MAX_PENDING_UPLOADS") {
+            uploads.maxPending = try Self.integer(text, "SCROLLBACK_MAX_PENDING_UPLOADS", in: 1...100_000)
+        }
         if databaseURL != nil && jwtSecret == nil {
             throw Failure(
                 """
@@ -218,7 +226,7 @@ public struct ScrollbackConfiguration: Sendable {
     static let rateLimitVariables: [(String, RateLimitedAction)] = [
         ("SCROLLBACK_LIMIT_SEND", .send), ("SCROLLBACK_LIMIT_CONVERSATIONS", .conversation),
         ("SCROLLBACK_LIMIT_MEMBERS", .member), ("SCROLLBACK_LIMIT_TYPING", .typing),
-        ("SCROLLBACK_LIMIT_SUBSCRIBE", .subscribe),
+        ("SCROLLBACK_LIMIT_SUBSCRIBE", .subscribe), ("SCROLLBACK_LIMIT_UPLOADS", .upload),
     ]
 
     /// `BURST/SECONDS` (`30/10`: 30 at once, 30 more every 10 seconds), or

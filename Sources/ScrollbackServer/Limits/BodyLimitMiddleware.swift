@@ -20,6 +20,8 @@ struct BodyLimitMiddleware: RouterMiddleware {
     {
         var context = context
         context.maxBodyBytes = limit
+        // An upload's bytes are checked against the upload's own size.
+        if UploadBodies.allows(request.method, request.uri.path) { return try await next(request, context) }
         if let declared = request.headers[.contentLength], let length = Int(declared), length > limit {
             context.refuseRestOfRequest()
             throw APIError.payloadTooLarge(limit: limit)

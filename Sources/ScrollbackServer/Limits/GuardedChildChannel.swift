@@ -18,6 +18,8 @@ struct GuardedChildChannel<Base: ServerChildChannel>: ServerChildChannel {
 
     let base: Base
     let limits: ConnectionLimits
+    /// The cap of an upload's bytes.
+    var maxUploadBytes = Int(APILimits.maxUploadBytes)
     let gate: ConnectionGate
     /// Called for each connection refused over the cap.
     let onRefused: @Sendable () -> Void
@@ -38,7 +40,8 @@ struct GuardedChildChannel<Base: ServerChildChannel>: ServerChildChannel {
         return channel.eventLoop.makeCompletedFuture {
             try channel.pipeline.syncOperations.addHandler(
                 SlowClientGuard(
-                    limits: limits.timer, maxBodyBytes: limits.maxBodyBytes, onTimedOut: onTimedOut,
+                    limits: limits.timer, maxBodyBytes: limits.maxBodyBytes, maxUploadBytes: maxUploadBytes,
+                    onTimedOut: onTimedOut,
                     onBodyTooLarge: onBodyTooLarge),
                 name: SlowClientGuard.name)
         }.flatMap {

@@ -32,6 +32,8 @@ public enum RateLimitedAction: String, Sendable, CaseIterable {
     case typing
     /// A `subscribe` frame on the live stream.
     case subscribe
+    /// An upload announced (`POST .../uploads`).
+    case upload
 
     var refusal: String {
         switch self {
@@ -40,6 +42,7 @@ public enum RateLimitedAction: String, Sendable, CaseIterable {
         case .member: "You are adding members too fast"
         case .typing: "You are sending typing notices too fast"
         case .subscribe: "You are subscribing too fast"
+        case .upload: "You are uploading too fast"
         }
     }
 }
@@ -52,6 +55,7 @@ public struct RateLimits: Sendable, Equatable {
     public var member = RateLimit(burst: 100, per: .seconds(60))
     public var typing = RateLimit(burst: 10, per: .seconds(10))
     public var subscribe = RateLimit(burst: 50, per: .seconds(10))
+    public var upload = RateLimit(burst: 20, per: .seconds(60))
 
     public init() {}
 
@@ -70,6 +74,7 @@ public struct RateLimits: Sendable, Equatable {
             case .member: member
             case .typing: typing
             case .subscribe: subscribe
+            case .upload: upload
             }
         }
         set {
@@ -79,6 +84,7 @@ public struct RateLimits: Sendable, Equatable {
             case .member: member = newValue
             case .typing: typing = newValue
             case .subscribe: subscribe = newValue
+            case .upload: upload = newValue
             }
         }
     }

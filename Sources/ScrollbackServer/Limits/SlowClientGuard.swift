@@ -35,6 +35,10 @@ final class SlowClientGuard: ChannelDuplexHandler, RemovableChannelHandler {
     /// Whether the server is shutting down gracefully.
     private var quiescing = false
     private let maxBodyBytes: Int
+    /// The cap of an upload's bytes (``UploadBodies``).
+    private let maxUploadBytes: Int
+    /// The cap of the request under way: one of the two above.
+    private var bodyLimit: Int
     private let onBodyTooLarge: @Sendable () -> Void
     /// The body bytes of the request under way, as decoded (chunk framing
     /// not counted).
@@ -57,10 +61,13 @@ final class SlowClientGuard: ChannelDuplexHandler, RemovableChannelHandler {
 
     init(
         limits: RequestTimer.Limits, maxBodyBytes: Int = APILimits.maxRequestBodyBytes,
+        maxUploadBytes: Int = Int(APILimits.maxUploadBytes),
         onTimedOut: @escaping @Sendable () -> Void = {}, onBodyTooLarge: @escaping @Sendable () -> Void = {}
     ) {
         timer = RequestTimer(limits: limits, now: .zero)
         self.maxBodyBytes = maxBodyBytes
+        self.maxUploadBytes = maxUploadBytes
+        self.bodyLimit = maxBodyBytes
         self.onTimedOut = onTimedOut
         self.onBodyTooLarge = onBodyTooLarge
     }
@@ -142,9 +149,12 @@ final class SlowClientGuard: ChannelDuplexHandler, RemovableChannelHandler {
         context.write(data, promise: promise)
     }
 
-    func headReceived() {
+    /// A request's head arrived; `upload` says whether it sends an
+    /// upload's bytes, whose cap is the largest upload's.
+    func headReceived(upload: Bool) {
         timer.headReceived(now: now)
         bodyBytes = 0
+        bodyLimit = upload ? maxUploadBytes : maxBodyBytes
         answerBegan = false
     }
 
@@ -157,14 +167,14 @@ final class SlowClientGuard: ChannelDuplexHandler, RemovableChannelHandler {
     /// itself, quietly); nothing after it does.
     func bodyReceived(bytes: Int) {
         bodyBytes += bytes
-        guard !cut, bodyBytes > maxBodyBytes, let context else { return }
+        guard !cut, bodyBytes > bodyLimit, let context else { return }
         cut = true
         check?.cancel()
         check = nil
         onBodyTooLarge()
         // Written past this handler's own `write`, which now refuses the
         // server's answer; an answer already begun is flushed, not followed.
-        let answer = answerBegan ? ByteBuffer() : CannedResponse.payloadTooLarge(limit: maxBodyBytes)
+        let answer = answerBegan ? ByteBuffer() : CannedResponse.payloadTooLarge(limit: bodyLimit)
         context.writeAndFlush(wrapOutboundOut(answer), promise: nil)
         let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
         context.eventLoop.scheduleTask(in: Self.lingerTime) { loopBound.value.close(promise: nil) }

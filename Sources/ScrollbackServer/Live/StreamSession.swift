@@ -148,9 +148,10 @@ struct StreamSession {
                 try await subscribeInbox(socket, user: user, after: after)
             case .unsubscribeInbox:
                 await live.hub.unsubscribeInbox(socket)
-            case .send(let id, let body, let clientID, let replyTo):
+            case .send(let id, let body, let clientID, let replyTo, let attachments):
                 do {
-                    let outcome = try await commands.send(body, clientID: clientID, replyTo: replyTo, to: id, by: user)
+                    let outcome = try await commands.send(
+                        body, clientID: clientID, replyTo: replyTo, attachments: attachments, to: id, by: user)
                     let replayed = if case .replayed = outcome { true } else { false }
                     socket.send(.ack(clientId: clientID, message: outcome.message, replayed: replayed))
                 } catch {
@@ -229,7 +230,7 @@ extension ClientFrame {
     /// The conversation a frame is about, as an error frame's `ref`.
     var conversationRef: String? {
         switch self {
-        case .subscribe(let id, _), .unsubscribe(let id), .send(let id, _, _, _), .read(let id, _), .typing(let id):
+        case .subscribe(let id, _), .unsubscribe(let id), .send(let id, _, _, _, _), .read(let id, _), .typing(let id):
             id.uuidString.lowercased()
         case .auth, .ping, .subscribeInbox, .unsubscribeInbox:
             nil

@@ -24,7 +24,7 @@ public final class ScrollbackMetrics: Sendable {
     private let refusals: LabeledCounters
 
     /// The rate limits' kinds, counted from zero.
-    static let rateLimitKinds = ["send", "conversation", "member", "typing", "subscribe"]
+    static let rateLimitKinds = ["send", "conversation", "member", "typing", "subscribe", "upload"]
     /// What a refused connection was.
     static let connectionKinds = ["http", "socket", "timed_out", "body_too_large"]
 

@@ -1,3 +1,5 @@
+import Foundation
+import ScrollbackMedia
 import ScrollbackModels
 
 /// Checks on what a client sends, made before anything reaches SQL. Each
@@ -20,6 +22,57 @@ enum Validation {
             throw APIError.unprocessable(.invalidReplyTo, "Field `reply_to` must be the seq of a message (1 or more).")
         }
         return seq
+    }
+
+    /// A send's attachments: at most ``APILimits/maxAttachmentsPerMessage``
+    /// upload ids, none twice.
+    static func attachments(_ ids: [UUID]) throws -> [UUID] {
+        guard ids.count <= APILimits.maxAttachmentsPerMessage else {
+            throw APIError.unprocessable(
+                .invalidAttachments,
+                "Field `attachments` can list at most \(APILimits.maxAttachmentsPerMessage) uploads (it lists \(ids.count)).")
+        }
+        guard Set(ids).count == ids.count else {
+            throw APIError.unprocessable(.invalidAttachments, "Field `attachments` lists an upload more than once.")
+        }
+        return ids
+    }
+
+    /// An upload's file name: 1 to ``APILimits/maxFilenameLength`` code
+    /// points, no control characters, no path separators.
+    static func filename(_ name: String) throws -> String {
+        let length = name.unicodeScalars.count
+        guard (1...APILimits.maxFilenameLength).contains(length),
+            !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control || $0 == "/" || $0 == "\\" }),
+            name != ".", name != ".."
+        else {
+            throw APIError.unprocessable(
+                .invalidUpload,
+                "Field `filename` must be a file name of 1 to \(APILimits.maxFilenameLength) characters, without control characters, `/` or `\\`.")
+        }
+        return name
+    }
+
+    /// An upload's declared content type: `type/subtype` (parameters allowed).
+    static func contentType(_ text: String) throws -> String {
+        let bare = ContentTypes.normalized(text)
+        guard text.utf8.count <= APILimits.maxContentTypeLength,
+            bare.wholeMatch(of: #/[a-z0-9][a-z0-9!#$&^_.+-]*\/[a-z0-9][a-z0-9!#$&^_.+-]*/#) != nil
+        else {
+            throw APIError.unprocessable(
+                .invalidUpload,
+                "Field `content_type` must be a media type such as image/jpeg, at most \(APILimits.maxContentTypeLength) characters.")
+        }
+        return bare
+    }
+
+    /// A client-computed blurhash (https://blurha.sh).
+    static func blurhash(_ text: String) throws -> String {
+        do {
+            return try Blurhash(validating: text).string
+        } catch {
+            throw APIError.unprocessable(.invalidUpload, "Field `blurhash` is not a blurhash: \(error.reason).")
+        }
     }
 
     /// A reaction's emoji (`Emoji.rule`).

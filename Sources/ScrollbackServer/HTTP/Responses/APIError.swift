@@ -86,6 +86,16 @@ public struct APIError: Error, HTTPResponseError, Equatable {
             self.init(
                 .unprocessableContent, .invalidReplyTo,
                 "Field `reply_to` must be the seq of a message in this conversation; there is no message \(seq).")
+        case .uploadNotFound:
+            self.init(.notFound, .uploadNotFound, "You have no upload with this id in this conversation.")
+        case .tooManyUploads(let limit):
+            self.init(
+                .unprocessableContent, .tooManyUploads,
+                "You have \(limit) uploads pending (not sent, not expired): send or let some expire first.")
+        case .attachmentsUnusable:
+            self.init(
+                .unprocessableContent, .invalidAttachments,
+                "Field `attachments` must list uploads of yours in this conversation whose bytes all arrived, that have not expired and were not sent before.")
         case .replyTargetDeleted:
             self.init(.conflict, .messageDeleted, "The message replied to was deleted; a deleted message cannot be answered.")
         case .tooManyReactions(let limit):

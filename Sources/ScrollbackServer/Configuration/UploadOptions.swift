@@ -1,0 +1,22 @@
+import Foundation
+import ScrollbackModels
+
+/// What the server takes of uploads (docs/operations.md lists the variables).
+public struct UploadOptions: Sendable, Equatable {
+    /// `SCROLLBACK_MAX_UPLOAD_BYTES`: the largest upload, in bytes.
+    public var maxBytes = APILimits.maxUploadBytes
+    /// `SCROLLBACK_MAX_PENDING_UPLOADS`: uploads one user may have pending.
+    public var maxPending = APILimits.maxPendingUploads
+    /// How long an upload waits for the message that sends it.
+    public var lifetime = Duration.seconds(APILimits.uploadLifetimeSeconds)
+    /// How long the bytes of a deleted message's attachments stay (a
+    /// download already begun finishes) before the sweeper collects them.
+    public var removalGrace = Duration.seconds(600)
+    /// How often the sweeper looks for bytes to collect.
+    public var sweepInterval = Duration.seconds(60)
+
+    public init() {}
+
+    /// From 1 byte to 1 GiB.
+    static let maxBytesRange = 1...(1 << 30)
+}

@@ -1,0 +1,16 @@
+import HTTPTypes
+
+/// The one kind of request whose body may pass `SCROLLBACK_MAX_BODY_BYTES`:
+/// the bytes of an upload (`PUT /v1/conversations/{id}/uploads/{upload_id}`,
+/// the route of ``UploadController``), capped at the largest upload instead.
+/// The connection's guard decides from the request's head, before any of
+/// its body arrives.
+enum UploadBodies {
+    static func allows(_ method: HTTPRequest.Method, _ path: String) -> Bool {
+        guard method == .put else { return false }
+        let bare = path.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+        let parts = bare.split(separator: "/", omittingEmptySubsequences: false)
+        return parts.count == 6 && parts[0].isEmpty && parts[1] == "v1" && parts[2] == "conversations"
+            && !parts[3].isEmpty && parts[4] == "uploads" && !parts[5].isEmpty
+    }
+}

@@ -1,0 +1,38 @@
+import Logging
+import ScrollbackStore
+import ServiceLifecycle
+
+/// Collects the bytes nobody will read: uploads that expired unsent, and
+/// the attachments of deleted messages once their grace period is over.
+/// Every instance runs one; what one collects the others no longer find.
+struct UploadSweeper: Service {
+    let store: ScrollbackStore
+    let options: UploadOptions
+    let logger: Logger
+
+    /// Uploads deleted per statement: a backlog goes in short steps.
+    static let batch = 500
+
+    func run() async throws {
+        await cancelWhenGracefulShutdown {
+            while !Task.isCancelled {
+                await sweep()
+                try? await Task.sleep(for: options.sweepInterval)
+            }
+        }
+    }
+
+    /// One pass: batches until none is full. A database that is away is
+    /// tried again at the next pass.
+    func sweep() async {
+        do {
+            while true {
+                let collected = try await store.collectUploads(grace: options.removalGrace, limit: Self.batch)
+                if collected.count > 0 { logger.info("collected uploads", metadata: ["count": "\(collected.count)"]) }
+                if collected.count < Self.batch { return }
+            }
+        } catch {
+            logger.warning("the upload sweeper could not collect", metadata: ["error": "\(error)"])
+        }
+    }
+}
