@@ -34,6 +34,8 @@ public enum MediaSniffer {
             if view.matches("AVI ", at: 8) { return .avi }
             return nil
         }
+        // Big-endian RIFF and the 64-bit RF64 hold WAVE only.
+        if view.matches("RIFX") || view.matches("RF64") { return view.matches("WAVE", at: 8) ? .wav : nil }
         if view.matches("%PDF-") { return .pdf }
         // A local file header, the end of an empty archive, or a spanned archive.
         if view.matches([0x50, 0x4B, 0x03, 0x04]) || view.matches([0x50, 0x4B, 0x05, 0x06])

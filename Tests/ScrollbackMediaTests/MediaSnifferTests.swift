@@ -92,6 +92,8 @@ enum Containers {
         SniffCase("Ogg Theora", Containers.ogg(firstPacket: [0x80] + ascii("theora") + [3, 2]), .oggVideo),
         SniffCase("Ogg skeleton", Containers.ogg(firstPacket: ascii("fishead\0") + [3, 0]), .ogg),
         SniffCase("WAV", Containers.riff("WAVE", "fmt "), .wav),
+        SniffCase("WAV in big-endian RIFX", ascii("RIFX") + Array(Containers.riff("WAVE", "fmt ").dropFirst(4)), .wav),
+        SniffCase("WAV in RF64", ascii("RF64") + [0xFF, 0xFF, 0xFF, 0xFF] + Array(Containers.riff("WAVE", "ds64").dropFirst(8)), .wav),
         SniffCase("AVI", Containers.riff("AVI ", "LIST"), .avi),
         SniffCase("unknown RIFF", Containers.riff("CDXA", "fmt "), .octetStream),
         SniffCase("FLAC", ascii("fLaC") + [0, 0, 0, 0x22] + [UInt8](repeating: 0, count: 34), .flac),
