@@ -8,6 +8,7 @@ let package = Package(
         .library(name: "ScrollbackLayout", targets: ["ScrollbackLayout"]),
         .library(name: "ScrollbackModels", targets: ["ScrollbackModels"]),
         .library(name: "ScrollbackTimeline", targets: ["ScrollbackTimeline"]),
+        .library(name: "ScrollbackMedia", targets: ["ScrollbackMedia"]),
         .library(name: "ScrollbackClient", targets: ["ScrollbackClient"]),
         // A product of its own, so apps that do not use Combine do not link it.
         .library(name: "ScrollbackClientCombine", targets: ["ScrollbackClientCombine"]),
@@ -39,6 +40,9 @@ let package = Package(
         // Pure Swift, no Foundation: an iOS app can depend on it alone.
         .target(name: "ScrollbackLayout"),
         .target(name: "ScrollbackModels"),
+        // What uploaded bytes are (content type, kind, image size): pure functions over
+        // bytes, no Foundation, so the server and an app can both call it.
+        .target(name: "ScrollbackMedia"),
         // Pure state of one conversation's window for an inverted list: no I/O.
         .target(name: "ScrollbackTimeline", dependencies: ["ScrollbackModels", "ScrollbackLayout"]),
         // The Swift client kit: HTTP and the live stream. Never the store or the server.
@@ -182,6 +186,11 @@ let package = Package(
         .testTarget(
             name: "ScrollbackModelsTests",
             dependencies: ["ScrollbackModels", .product(name: "PropertyBased", package: "swift-property-based")],
+            resources: [.copy("Fixtures")]
+        ),
+        .testTarget(
+            name: "ScrollbackMediaTests",
+            dependencies: ["ScrollbackMedia", .product(name: "PropertyBased", package: "swift-property-based")],
             resources: [.copy("Fixtures")]
         ),
         .testTarget(
