@@ -107,9 +107,24 @@ import Testing
         #expect(
             Self.number("maxItems", in: schema("CreateConversationRequest", "properties", "members"))
                 == Double(APILimits.maxMembers))
-        for name in ["SendMessageRequest", "EditMessageRequest"] {
-            #expect(schema(name, "properties", "body")?.contains("#/components/schemas/MessageBody") == true, "\(name)")
-        }
+        #expect(schema("EditMessageRequest", "properties", "body")?.contains("#/components/schemas/MessageBody") == true)
+        // A send's body is a MessageBody, or empty beside attachments.
+        let send = schema("SendMessageRequest", "anyOf")
+        #expect(send?.contains("body: { $ref: \"#/components/schemas/MessageBody\" }") == true)
+        #expect(send?.contains("attachments: { minItems: 1 }") == true)
+        #expect(Self.number("maxLength", in: schema("SendMessageRequest", "properties", "body")) == Double(APILimits.maxMessageBodyLength))
+        #expect(
+            Self.number("maxItems", in: schema("SendMessageRequest", "properties", "attachments"))
+                == Double(APILimits.maxAttachmentsPerMessage))
+        #expect(
+            Self.number("maximum", in: schema("CreateUploadRequest", "properties", "size"))
+                == Double(APILimits.maxUploadBytes))
+        #expect(
+            Self.number("maxLength", in: schema("CreateUploadRequest", "properties", "filename"))
+                == Double(APILimits.maxFilenameLength))
+        #expect(
+            Self.number("maxLength", in: schema("CreateUploadRequest", "properties", "blurhash"))
+                == Double(APILimits.maxBlurhashLength))
         #expect(Self.number("minLength", in: schema("MessageBody")) == 1)
         #expect(Self.number("maxLength", in: schema("MessageBody")) == Double(APILimits.maxMessageBodyLength))
         let clientID = schema("SendMessageRequest", "properties", "client_id")
@@ -183,6 +198,7 @@ import Testing
             "members added \(rates.member.burst) per \(rates.member.period.seconds) s",
             "typing notices \(rates.typing.burst) per \(rates.typing.period.seconds) s",
             "`subscribe` frames \(rates.subscribe.burst) per \(rates.subscribe.period.seconds) s",
+            "uploads announced \(rates.upload.burst) per \(rates.upload.period.seconds) s",
             "within \(connections.headerTimeout.seconds) s of its first byte",
             "after its first \(connections.bodyTimeout.seconds) s",
             "closed after \(connections.idleTimeout.seconds) s",

@@ -1,4 +1,5 @@
 import Foundation
+import PostgresNIO
 import ScrollbackModels
 import ScrollbackStore
 import ScrollbackTestSupport
@@ -15,7 +16,7 @@ import Testing
             let id = try await store.createConversation(creator: "alice", title: nil, members: ["bob"]).id
             for n in 1...3 { try await store.appendPlainly("@bob old \(n)", from: "alice", to: id) }
             // Read by plain SQL: the store's statements read columns of later migrations.
-            let rows = "SELECT seq || ' ' || body || ' ' || version FROM messages ORDER BY seq"
+            let rows: PostgresQuery = "SELECT seq || ' ' || body || ' ' || version FROM messages ORDER BY seq"
             let stored = try await store.values(String.self, rows)
 
             let applied = try await store.migrate()

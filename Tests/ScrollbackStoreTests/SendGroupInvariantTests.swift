@@ -223,7 +223,7 @@ import Testing
                 try await admin.query(
                     """
                     SELECT pid FROM pg_stat_activity
-                    WHERE state = 'active' AND query LIKE '%store_sends($1,%' AND pid <> pg_backend_pid()
+                    WHERE state = 'active' AND query LIKE '%array_replace($5, 0::int8, NULL)%' AND pid <> pg_backend_pid()
                     """, logger: .init(label: "test")
                 ).collect().map { try $0.decode(Int32.self) }
             }

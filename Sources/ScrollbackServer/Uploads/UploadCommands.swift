@@ -142,19 +142,12 @@ struct UploadCommands: Sendable {
         return out
     }
 
-    /// Why bytes that were all received are refused, or nil: the kind the
-    /// upload declared must be the kind of the bytes, and an image must be
-    /// the very format it declared. A generic declaration
-    /// (`application/octet-stream`) takes what the bytes are.
+    /// Why bytes that were all received are refused, or nil: whether a
+    /// declared type fits the bytes is `MediaFormat.accepts` (an image must be
+    /// the format declared, markup is never an image).
     static func mismatch(declared: String, found: MediaInspection) -> String? {
-        let declared = ContentTypes.normalized(declared)
-        if declared == "application/octet-stream" || declared == found.contentType { return nil }
-        let declaredKind = ContentTypes.kind(of: declared)
-        let foundKind = AttachmentKind(found.kind)
-        if declaredKind != foundKind || (declaredKind == .image && declared != found.contentType) {
-            return "The upload declared `\(declared)` but its bytes are `\(found.contentType)`."
-        }
-        return nil
+        guard !found.format.accepts(declaredContentType: declared) else { return nil }
+        return "The upload declared `\(declared)` but its bytes are `\(found.contentType)`."
     }
 
     static func requireOpen(_ upload: Upload) throws {
@@ -186,29 +179,5 @@ extension AttachmentKind {
         case .video: self = .video
         case .file: self = .file
         }
-    }
-}
-
-/// Content types as clients write them.
-enum ContentTypes {
-    /// Lower-cased, without parameters, with the common aliases of one type
-    /// made one.
-    static func normalized(_ text: String) -> String {
-        let bare = text.split(separator: ";", maxSplits: 1).first.map(String.init) ?? text
-        let type = bare.trimmingCharacters(in: .whitespaces).lowercased()
-        return aliases[type] ?? type
-    }
-
-    static let aliases = [
-        "image/jpg": "image/jpeg", "image/pjpeg": "image/jpeg", "image/x-png": "image/png",
-        "video/mov": "video/quicktime", "application/x-zip-compressed": "application/zip",
-        "binary/octet-stream": "application/octet-stream",
-    ]
-
-    /// The kind a declared type announces.
-    static func kind(of type: String) -> AttachmentKind {
-        if type.hasPrefix("image/") && type != "image/svg+xml" { return .image }
-        if type.hasPrefix("video/") { return .video }
-        return .file
     }
 }

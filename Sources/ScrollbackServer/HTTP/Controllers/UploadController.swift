@@ -46,21 +46,12 @@ struct UploadController {
     @Sendable func receive(_ request: Request, context: ScrollbackRequestContext) async throws -> JSONBody<UploadProgress> {
         let user = try context.requireUser()
         let (id, uploadID) = try Self.uploadAddress(context)
-        let offset: Int64
-        do {
-            offset = try Self.offset(request.headers)
-        } catch {
-            context.refuseRestOfRequest()
-            throw error
-        }
-        do {
-            let upload = try await uploads.receive(request.body, into: uploadID, in: id, by: user, from: offset)
-            return JSONBody(Self.progress(upload))
-        } catch {
-            // What the client still sends goes nowhere: the connection closes after the answer.
-            context.refuseRestOfRequest()
-            throw error
-        }
+        // A refusal leaves the rest of the body to the server, which reads
+        // and drops it (at most the largest upload: the connection's guard
+        // cuts anything longer), so the client reads the answer.
+        let offset = try Self.offset(request.headers)
+        let upload = try await uploads.receive(request.body, into: uploadID, in: id, by: user, from: offset)
+        return JSONBody(Self.progress(upload))
     }
 
     /// The bytes of an attachment, for the conversation's members.

@@ -55,7 +55,8 @@ enum Validation {
 
     /// An upload's declared content type: `type/subtype` (parameters allowed).
     static func contentType(_ text: String) throws -> String {
-        let bare = ContentTypes.normalized(text)
+        let bare = (text.split(separator: ";", maxSplits: 1).first.map(String.init) ?? text)
+            .trimmingCharacters(in: .whitespaces).lowercased()
         guard text.utf8.count <= APILimits.maxContentTypeLength,
             bare.wholeMatch(of: #/[a-z0-9][a-z0-9!#$&^_.+-]*\/[a-z0-9][a-z0-9!#$&^_.+-]*/#) != nil
         else {
