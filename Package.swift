@@ -35,6 +35,8 @@ let package = Package(
         .package(url: "https://github.com/OpenCombine/OpenCombine.git", from: "0.14.0"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        // HMAC-SHA256 and SHA-256 for AWS Signature V4 (the version jwt-kit resolves to).
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
     ],
     targets: [
         // Pure Swift, no Foundation: an iOS app can depend on it alone.
@@ -115,6 +117,19 @@ let package = Package(
                 "ScrollbackTimeline",
                 "ScrollbackEmbeddedPostgres",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        // Attachment bytes in an S3-compatible object store: AWS Signature V4
+        // (presigned URLs for clients, signed requests for the server) and a
+        // small client over async-http-client. Knows nothing of chats.
+        .target(
+            name: "ScrollbackObjectStorage",
+            dependencies: [
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
         // Latency histograms, their summaries, open-loop pacing and process
@@ -221,6 +236,15 @@ let package = Package(
                 "scrollback-load", "ScrollbackTestSupport", "ScrollbackModels",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ]
+        ),
+        .testTarget(
+            name: "ScrollbackObjectStorageTests",
+            dependencies: [
+                "ScrollbackObjectStorage",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            resources: [.copy("Fixtures")]
         ),
         .testTarget(
             name: "ScrollbackEmbeddedPostgresTests",
