@@ -19,7 +19,7 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
         .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.8.0"),
-        // SHA-256 of uploads (already under jwt-kit).
+        // SHA-256 of uploads, HMAC-SHA256 of AWS Signature V4 (the version jwt-kit resolves to).
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
@@ -35,8 +35,6 @@ let package = Package(
         .package(url: "https://github.com/OpenCombine/OpenCombine.git", from: "0.14.0"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
-        // HMAC-SHA256 and SHA-256 for AWS Signature V4 (the version jwt-kit resolves to).
-        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
     ],
     targets: [
         // Pure Swift, no Foundation: an iOS app can depend on it alone.
