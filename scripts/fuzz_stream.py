@@ -1108,6 +1108,11 @@ class Connection:
         """Decides whether a typing frame passes the 2 s limit, waiting out
         the moments when it could go either way."""
         _, conversation, which = step.effect
+        if which != "shared":
+            # Not a member: refused every time, and a refused notice does
+            # not start an interval (only notices that go out are paced).
+            step.replies = [Reply("error", "conversation_not_found", ref=conversation)]
+            return
         last = self.gen.typing_at.get(conversation)
         now = time.monotonic()
         if last is not None and TYPING_INTERVAL - 0.5 < now - last < TYPING_INTERVAL + 0.5:
@@ -1118,7 +1123,7 @@ class Connection:
             step.note += " (within 2 s: dropped)"
             return
         self.gen.typing_at[conversation] = now
-        step.replies = [] if which == "shared" else [Reply("error", "conversation_not_found", ref=conversation)]
+        step.replies = []
 
     async def end(self):
         mode = self.rng.choice(["close", "close", "abort", "partial"])
