@@ -88,7 +88,10 @@ let package = Package(
                 "ScrollbackLayout",
                 "ScrollbackMedia",
                 "ScrollbackModels",
+                "ScrollbackObjectStorage",
                 "ScrollbackStore",
+                // The object store's calls, when uploads live in one.
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -182,6 +185,7 @@ let package = Package(
                 "ScrollbackServer",
                 "ScrollbackEmbeddedPostgres",
                 "ScrollbackModels",
+                "ScrollbackObjectStorage",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -239,6 +243,7 @@ let package = Package(
             name: "ScrollbackObjectStorageTests",
             dependencies: [
                 "ScrollbackObjectStorage",
+                "ScrollbackTestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
             ],
@@ -266,6 +271,7 @@ let package = Package(
             dependencies: [
                 "ScrollbackServer",
                 "ScrollbackTestSupport",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "WSClient", package: "swift-websocket"),

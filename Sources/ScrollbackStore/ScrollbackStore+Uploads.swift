@@ -76,10 +76,9 @@ extension ScrollbackStore {
     /// already (counted in the same statement; uploads announced at the very
     /// same moment may pass it by a few).
     public func createUpload(
-        in id: UUID, by user: UserID, filename: String, declaredType: String, size: Int64, blurhash: String?,
-        objectKey: String? = nil, expiresAt: Date, maxPending: Int
+        _ uploadID: UUID = UUID(), in id: UUID, by user: UserID, filename: String, declaredType: String, size: Int64,
+        blurhash: String?, objectKey: String? = nil, expiresAt: Date, maxPending: Int
     ) async throws -> Upload {
-        let uploadID = UUID()
         let rows = try await rows(
             """
             WITH member AS (
@@ -172,6 +171,10 @@ extension ScrollbackStore {
     }
 
     /// Records what a filled upload's bytes are; after this it can be sent.
+    /// An upload whose bytes are in an object store is filled when the
+    /// caller found its object whole there. Recorded once: a second
+    /// inspection of the same upload (two status calls at once) answers the
+    /// first one's record.
     public func recordInspection(_ inspection: Upload.Inspection, of uploadID: UUID, in id: UUID, by user: UserID)
         async throws -> Upload
     {
@@ -179,14 +182,18 @@ extension ScrollbackStore {
             """
             UPDATE uploads u
             SET kind = \(inspection.kind.rawValue), content_type = \(inspection.contentType),
-                width = \(inspection.width), height = \(inspection.height), sha256 = \(ByteBuffer(bytes: inspection.sha256))
+                width = \(inspection.width), height = \(inspection.height), sha256 = \(ByteBuffer(bytes: inspection.sha256)),
+                received = u.size
             WHERE u.conversation_id = \(id) AND u.id = \(uploadID) AND u.uploader = \(user.rawValue)
-              AND u.received = u.size AND u.kind IS NULL
+              AND (u.received = u.size OR u.object_key IS NOT NULL) AND u.kind IS NULL
             RETURNING \(unescaped: Self.uploadColumns)
             """,
             writes: true, as: .upload)
-        guard let row = rows.first else { throw StoreError.uploadNotFound }
-        return try Self.upload(from: row)
+        if let row = rows.first { return try Self.upload(from: row) }
+        guard let upload = try await upload(uploadID, in: id, of: user), upload.inspection != nil else {
+            throw StoreError.uploadNotFound
+        }
+        return upload
     }
 
     /// Forgets an upload not sent yet, bytes and all (bytes that are not

@@ -71,7 +71,7 @@ import Testing
                 Issue.record("a blank body was accepted")
             } catch {
                 #expect(error.code == .invalidMessageBody)
-                #expect(error.errorDescription == "Field `body` must contain some visible text, not only whitespace or invisible characters.")
+                #expect(error.errorDescription == "Field `body` must contain some visible text, not only whitespace or invisible characters. A message without text needs `attachments`.")
             }
             _ = try await alice.send("first", to: id, clientId: "same")
             do throws(ScrollbackError) {

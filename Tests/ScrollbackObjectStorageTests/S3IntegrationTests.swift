@@ -4,41 +4,10 @@ import Foundation
 import Logging
 import NIOCore
 import NIOHTTP1
+import ScrollbackTestSupport
 import Testing
 
 @testable import ScrollbackObjectStorage
-
-/// The S3-compatible server these tests run against, as scripts/test-object-storage
-/// starts it (moto's S3 behind a Signature V4 gate, on loopback) and describes it:
-/// SCROLLBACK_TEST_S3_ENDPOINT, _BUCKET, _ACCESS_KEY_ID and _SECRET_ACCESS_KEY.
-///
-/// Without SCROLLBACK_TEST_S3_ENDPOINT the integration suite is disabled (a
-/// plain `swift test` has no S3 server), and Swift Testing reports it as
-/// skipped. It never passes silently where it should run: the script sets
-/// SCROLLBACK_TEST_S3_REQUIRED=1, under which a missing setting fails
-/// `theS3TestServerIsConfiguredWhenRequired`, and the script itself fails if
-/// any test reports skipped.
-enum S3TestServer {
-    static let environment = ProcessInfo.processInfo.environment
-    static let names = ["ENDPOINT", "BUCKET", "ACCESS_KEY_ID", "SECRET_ACCESS_KEY"].map { "SCROLLBACK_TEST_S3_\($0)" }
-    static var isConfigured: Bool { environment["SCROLLBACK_TEST_S3_ENDPOINT"] != nil }
-    static var isRequired: Bool { environment["SCROLLBACK_TEST_S3_REQUIRED"] == "1" }
-
-    static func configuration(secretAccessKey: String? = nil, accessKeyID: String? = nil) throws
-        -> ObjectStorageConfiguration
-    {
-        func value(_ name: String) throws -> String {
-            try #require(environment["SCROLLBACK_TEST_S3_\(name)"], "SCROLLBACK_TEST_S3_\(name) is not set")
-        }
-        return try ObjectStorageConfiguration(
-            storageURL: "s3://\(try value("BUCKET"))/integration/\(UUID().uuidString.lowercased())",
-            endpoint: try value("ENDPOINT"), region: "us-east-1",
-            credentials: S3Credentials(
-                accessKeyID: try accessKeyID ?? value("ACCESS_KEY_ID"),
-                secretAccessKey: try secretAccessKey ?? value("SECRET_ACCESS_KEY")),
-            requestTimeout: .seconds(20))
-    }
-}
 
 @Test func theS3TestServerIsConfiguredWhenRequired() {
     guard S3TestServer.isRequired else { return }

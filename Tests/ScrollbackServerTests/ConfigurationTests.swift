@@ -1,3 +1,4 @@
+import ScrollbackObjectStorage
 import ScrollbackServer
 import ScrollbackStore
 import Testing
@@ -127,6 +128,43 @@ import Testing
         }
         #expect(throws: ScrollbackConfiguration.Failure.self) {
             try ScrollbackConfiguration(environment: ["SCROLLBACK_JWT_SECRET": "short"])
+        }
+    }
+
+    @Test func uploadsGoToAnObjectStoreOnlyWhenOneIsNamedInFull() throws {
+        #expect(try ScrollbackConfiguration(environment: [:]).uploads.objectStorage == nil)
+        let configured = try ScrollbackConfiguration(environment: [
+            "SCROLLBACK_STORAGE_URL": "s3://chat-files/attachments", "SCROLLBACK_S3_ENDPOINT": "http://127.0.0.1:9000",
+            "SCROLLBACK_S3_ACCESS_KEY_ID": "AKID", "SCROLLBACK_S3_SECRET_ACCESS_KEY": "top-secret",
+        ])
+        let storage = try #require(configured.uploads.objectStorage)
+        #expect(storage.bucket == "chat-files" && storage.prefix == "attachments/")
+        #expect(storage.endpointScheme == "http" && storage.endpointHost == "127.0.0.1:9000")
+        #expect(storage.region == "us-east-1" && storage.addressingStyle == .path)
+        #expect(!storage.description.contains("top-secret"))
+        let aws = try #require(
+            try ScrollbackConfiguration(environment: [
+                "SCROLLBACK_STORAGE_URL": "s3://chat-files", "SCROLLBACK_S3_REGION": "eu-west-1",
+                "SCROLLBACK_S3_ADDRESSING": "virtual", "SCROLLBACK_S3_ACCESS_KEY_ID": "AKID",
+                "SCROLLBACK_S3_SECRET_ACCESS_KEY": "s", "SCROLLBACK_S3_SESSION_TOKEN": "token",
+            ]).uploads.objectStorage)
+        #expect(aws.endpointHost == "s3.eu-west-1.amazonaws.com" && aws.addressingStyle == .virtualHost)
+        #expect(aws.credentials.sessionToken == "token")
+
+        let refusals: [([String: String], String)] = [
+            (["SCROLLBACK_S3_ENDPOINT": "http://minio:9000"], "SCROLLBACK_S3_ENDPOINT is set but SCROLLBACK_STORAGE_URL is not"),
+            (["SCROLLBACK_STORAGE_URL": "s3://chat-files"], "needs SCROLLBACK_S3_ACCESS_KEY_ID and SCROLLBACK_S3_SECRET_ACCESS_KEY"),
+            (["SCROLLBACK_STORAGE_URL": "https://chat-files", "SCROLLBACK_S3_ACCESS_KEY_ID": "a", "SCROLLBACK_S3_SECRET_ACCESS_KEY": "b"], "s3://bucket/prefix"),
+            (["SCROLLBACK_STORAGE_URL": "s3://Bad_Bucket", "SCROLLBACK_S3_ACCESS_KEY_ID": "a", "SCROLLBACK_S3_SECRET_ACCESS_KEY": "b"], "bucket names"),
+            (["SCROLLBACK_STORAGE_URL": "s3://chat-files", "SCROLLBACK_S3_ADDRESSING": "dns", "SCROLLBACK_S3_ACCESS_KEY_ID": "a", "SCROLLBACK_S3_SECRET_ACCESS_KEY": "b"], "SCROLLBACK_S3_ADDRESSING must be path or virtual"),
+        ]
+        for (environment, message) in refusals {
+            do {
+                _ = try ScrollbackConfiguration(environment: environment)
+                Issue.record("accepted \(environment)")
+            } catch let failure as ScrollbackConfiguration.Failure {
+                #expect(failure.description.contains(message), "\(failure.description)")
+            }
         }
     }
 }

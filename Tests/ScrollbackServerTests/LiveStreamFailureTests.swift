@@ -26,7 +26,7 @@ import Testing
             #expect(try await alice.next().errorCode == .invalidField)
             // A send over the socket is validated as over HTTP, with the same codes.
             try alice.send(.send(conversationId: id, body: "   ", clientId: "c1"))
-            #expect(try await alice.next() == .error(code: .invalidMessageBody, message: "Field `body` must contain some visible text, not only whitespace or invisible characters.", ref: "c1"))
+            #expect(try await alice.next() == .error(code: .invalidMessageBody, message: "Field `body` must contain some visible text, not only whitespace or invisible characters. A message without text needs `attachments`.", ref: "c1"))
             try alice.send(.send(conversationId: id, body: String(repeating: "x", count: APILimits.maxMessageBodyLength + 1), clientId: "c2"))
             #expect(try await alice.next().errorCode == .invalidMessageBody)
             try alice.send(.send(conversationId: id, body: "ok", clientId: String(repeating: "k", count: 65)))

@@ -15,8 +15,10 @@ import Testing
                 ("not an object", #"["body"]"#, .badRequest, .invalidJSON),
                 ("empty body", "", .badRequest, .invalidJSON),
                 ("body is a number", #"{"body": 5}"#, .badRequest, .invalidField),
-                ("body missing", #"{"text": "hi"}"#, .badRequest, .invalidField),
-                ("body null", #"{"body": null}"#, .badRequest, .invalidField),
+                // A body may be left out only by a message with attachments.
+                ("body missing", #"{"text": "hi"}"#, .unprocessableContent, .invalidMessageBody),
+                ("body null", #"{"body": null}"#, .unprocessableContent, .invalidMessageBody),
+                ("body missing, no attachments", #"{"attachments": []}"#, .unprocessableContent, .invalidMessageBody),
                 ("client_id wrong type", #"{"body": "hi", "client_id": 7}"#, .badRequest, .invalidField),
                 ("empty text", #"{"body": ""}"#, .unprocessableContent, .invalidMessageBody),
                 ("only whitespace", #"{"body": " \n\t "}"#, .unprocessableContent, .invalidMessageBody),

@@ -1,8 +1,10 @@
+import AsyncHTTPClient
 import Hummingbird
 import HummingbirdCore
 import HummingbirdWebSocket
 import ScrollbackModels
 import Logging
+import ScrollbackObjectStorage
 import ScrollbackStore
 import ServiceLifecycle
 
@@ -25,7 +27,16 @@ public func buildApplication(
     let tokens = try await TokenAuthority(secret: secret)
     let delivery = live ?? LiveDelivery(store: store, options: configuration.liveOptions, metrics: metrics, logger: logger)
     let limiter = RateLimiter(limits: configuration.rateLimits) { action in metrics?.rateLimited(kind: action.rawValue) }
-    let commands = MemberCommands(store: store, limiter: limiter)
+    var storage = UploadStorage.database
+    var objectStoreClient: ObjectStoreClient?
+    if let objectStorage = configuration.uploads.objectStorage {
+        let client = ObjectStoreClient(httpClient: HTTPClient(eventLoopGroupProvider: .singleton))
+        storage = .objectStore(S3ObjectStore(configuration: objectStorage, httpClient: client.httpClient, logger: logger))
+        objectStoreClient = client
+    }
+    let uploads = UploadCommands(
+        store: store, limiter: limiter, options: configuration.uploads, storage: storage, logger: logger)
+    let commands = MemberCommands(store: store, limiter: limiter, uploads: uploads)
     let stream = StreamController(
         session: StreamSession(
             live: delivery, tokens: tokens, store: store, limiter: limiter, commands: commands, logger: logger),
@@ -45,7 +56,7 @@ public func buildApplication(
     var app = Application(
         router: buildRouter(
             store: store, tokens: tokens, live: delivery, commands: commands,
-            uploads: UploadCommands(store: store, limiter: limiter, options: configuration.uploads), metrics: metrics,
+            uploads: uploads, metrics: metrics,
             demo: configuration.demo,
             maxBodyBytes: configuration.connections.maxBodyBytes),
         server: HTTPServerBuilder { responder in
@@ -61,7 +72,8 @@ public func buildApplication(
         onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) },
         logger: logger)
     if live == nil { app.addServices(delivery) }
-    app.addServices(UploadSweeper(store: store, options: configuration.uploads, logger: logger))
+    app.addServices(UploadSweeper(store: store, options: configuration.uploads, storage: storage, logger: logger))
+    if let objectStoreClient { app.addServices(objectStoreClient) }
     // The search's backfill starts once the schema is there and its
     // configuration is set; an unknown configuration stops the start.
     let (searchReady, searchReadiness) = AsyncStream<Bool>.makeStream()

@@ -11,12 +11,15 @@ import ScrollbackStore
 struct MemberCommands: Sendable {
     let store: ScrollbackStore
     let limiter: RateLimiter
+    /// Brings the uploads a send lists up to date (see `UploadCommands.settle`).
+    let uploads: UploadCommands?
     /// This instance's typing notices (`TypingPace`), shared by both doors.
     private let typingPace = NIOLockedValueBox(TypingPace())
 
-    init(store: ScrollbackStore, limiter: RateLimiter) {
+    init(store: ScrollbackStore, limiter: RateLimiter, uploads: UploadCommands? = nil) {
         self.store = store
         self.limiter = limiter
+        self.uploads = uploads
     }
 
     /// Stores a message, or finds the one sent earlier with the same
@@ -30,6 +33,7 @@ struct MemberCommands: Sendable {
         let clientID = try Validation.clientID(clientID)
         let replyTo = try Validation.replyTo(replyTo)
         try limiter.check(.send, for: user)
+        if let uploads, !attachments.isEmpty { try await uploads.settle(attachments, in: id, by: user) }
         return try await store.send(
             to: id, from: user, body: body, clientID: clientID, replyTo: replyTo, attachments: attachments)
     }

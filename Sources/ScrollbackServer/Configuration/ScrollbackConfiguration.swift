@@ -1,5 +1,6 @@
 import Logging
 import ScrollbackModels
+import ScrollbackObjectStorage
 import ScrollbackStore
 
 /// Every setting of the service, read once at start from the environment
@@ -160,12 +161,43 @@ public struct ScrollbackConfiguration: Sendable {
         if let text = value("SCROLLBACK_MAX_PENDING_UPLOADS") {
             uploads.maxPending = try Self.integer(text, "SCROLLBACK_MAX_PENDING_UPLOADS", in: 1...100_000)
         }
+        uploads.objectStorage = try Self.objectStorage(value)
         if databaseURL != nil && jwtSecret == nil {
             throw Failure(
                 """
                 SCROLLBACK_JWT_SECRET is not set. With DATABASE_URL set, every instance must share one \
                 signing secret: set SCROLLBACK_JWT_SECRET (for example to the output of `openssl rand -hex 32`).
                 """)
+        }
+    }
+
+    /// The object store of uploads, when `SCROLLBACK_STORAGE_URL` names one.
+    static func objectStorage(_ value: (String) -> String?) throws -> ObjectStorageConfiguration? {
+        let s3Names = [
+            "SCROLLBACK_S3_ENDPOINT", "SCROLLBACK_S3_REGION", "SCROLLBACK_S3_ACCESS_KEY_ID",
+            "SCROLLBACK_S3_SECRET_ACCESS_KEY", "SCROLLBACK_S3_SESSION_TOKEN", "SCROLLBACK_S3_ADDRESSING",
+        ]
+        guard let url = value("SCROLLBACK_STORAGE_URL") else {
+            if let set = s3Names.first(where: { value($0) != nil }) {
+                throw Failure("\(set) is set but SCROLLBACK_STORAGE_URL is not: set it to s3://bucket/prefix to keep uploads in that object store, or unset \(set).")
+            }
+            return nil
+        }
+        guard let keyID = value("SCROLLBACK_S3_ACCESS_KEY_ID"), let secret = value("SCROLLBACK_S3_SECRET_ACCESS_KEY") else {
+            throw Failure("SCROLLBACK_STORAGE_URL needs SCROLLBACK_S3_ACCESS_KEY_ID and SCROLLBACK_S3_SECRET_ACCESS_KEY.")
+        }
+        let addressing = value("SCROLLBACK_S3_ADDRESSING") ?? "path"
+        guard let style = ObjectStorageConfiguration.AddressingStyle(rawValue: addressing) else {
+            throw Failure("SCROLLBACK_S3_ADDRESSING must be path or virtual (got \(addressing)).")
+        }
+        do {
+            return try ObjectStorageConfiguration(
+                storageURL: url, endpoint: value("SCROLLBACK_S3_ENDPOINT"), region: value("SCROLLBACK_S3_REGION") ?? "us-east-1",
+                credentials: S3Credentials(
+                    accessKeyID: keyID, secretAccessKey: secret, sessionToken: value("SCROLLBACK_S3_SESSION_TOKEN")),
+                addressingStyle: style)
+        } catch {
+            throw Failure("SCROLLBACK_STORAGE_URL and the SCROLLBACK_S3_ settings do not describe an object store: \(error).")
         }
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import ScrollbackModels
+import ScrollbackObjectStorage
 
 /// What the server takes of uploads (docs/operations.md lists the variables).
 public struct UploadOptions: Sendable, Equatable {
@@ -14,6 +15,13 @@ public struct UploadOptions: Sendable, Equatable {
     public var removalGrace = Duration.seconds(600)
     /// How often the sweeper looks for bytes to collect.
     public var sweepInterval = Duration.seconds(60)
+    /// `SCROLLBACK_STORAGE_URL` (`s3://bucket/prefix`) with
+    /// `SCROLLBACK_S3_ENDPOINT`, `SCROLLBACK_S3_REGION`,
+    /// `SCROLLBACK_S3_ACCESS_KEY_ID`, `SCROLLBACK_S3_SECRET_ACCESS_KEY`,
+    /// `SCROLLBACK_S3_SESSION_TOKEN` and `SCROLLBACK_S3_ADDRESSING`: the
+    /// S3-compatible object store that holds the bytes of uploads. Nil (the
+    /// default): the database holds them.
+    public var objectStorage: ObjectStorageConfiguration?
 
     public init() {}
 

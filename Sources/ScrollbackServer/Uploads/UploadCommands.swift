@@ -1,26 +1,62 @@
 import Crypto
 import Foundation
+import Logging
 import NIOCore
 import ScrollbackMedia
 import ScrollbackModels
+import ScrollbackObjectStorage
 import ScrollbackStore
 
-/// Uploads kept in the database: announcing one, taking its bytes as they
-/// stream in (a chunk at a time, so an upload in flight holds at most one
-/// chunk of memory), and, once the last byte arrived, finding out what the
-/// bytes are and recording it. The HTTP controller only decodes and encodes.
+/// Uploads: announcing one, taking its bytes as they stream in when the
+/// database keeps them (a chunk at a time, so an upload in flight holds at
+/// most one chunk of memory) or handing out a presigned URL when an object
+/// store does, and, once the last byte arrived, finding out what the bytes
+/// are and recording it. The HTTP controller only decodes and encodes.
 struct UploadCommands: Sendable {
     let store: ScrollbackStore
     let limiter: RateLimiter
     let options: UploadOptions
+    var storage: UploadStorage = .database
+    var logger = Logger(label: "scrollback.uploads")
 
     /// How much of the start of a file is read to recognise it, and how much
     /// at most when an image's header says it is longer.
     static let inspectedPrefixBytes = 64 * 1024
     static let largestInspectedPrefixBytes = 4 * 1024 * 1024
 
-    /// Announces an upload after checking what the client declared.
-    func create(_ request: CreateUploadRequest, in id: UUID, by user: UserID) async throws -> Upload {
+    /// Announces an upload after checking what the client declared, and
+    /// answers where to send its bytes.
+    func create(_ request: CreateUploadRequest, in id: UUID, by user: UserID) async throws -> UploadTicket {
+        let upload = try await announce(request, in: id, by: user)
+        return try ticket(for: upload)
+    }
+
+    /// Where and how the client sends the bytes of `upload`: a PUT to this
+    /// server, or a presigned PUT to the object store whose signature covers
+    /// the declared type and size (the store refuses other ones).
+    func ticket(for upload: Upload) throws -> UploadTicket {
+        guard let key = upload.objectKey, case .objectStore(let objects) = storage else {
+            return UploadTicket(
+                uploadId: upload.id, uploadURL: Self.path(of: upload), method: "PUT",
+                headers: ["Content-Type": upload.declaredType], expiresAt: upload.expiresAt)
+        }
+        let presigned = try objects.presignedUpload(
+            key: key, contentType: upload.declaredType, contentLength: upload.size,
+            expires: .seconds(max(1, Int64(upload.expiresAt.timeIntervalSinceNow.rounded(.down)))))
+        var headers = ["Content-Type": upload.declaredType]
+        for (name, value) in presigned.headers where name.lowercased() != "content-type" && name.lowercased() != "content-length" {
+            headers[name] = value
+        }
+        return UploadTicket(
+            uploadId: upload.id, uploadURL: presigned.url.absoluteString, method: presigned.method, headers: headers,
+            expiresAt: upload.expiresAt)
+    }
+
+    static func path(of upload: Upload) -> String {
+        "/v1/conversations/\(upload.conversation.uuidString.lowercased())/uploads/\(upload.id.uuidString.lowercased())"
+    }
+
+    private func announce(_ request: CreateUploadRequest, in id: UUID, by user: UserID) async throws -> Upload {
         let filename = try Validation.filename(request.filename)
         let declaredType = try Validation.contentType(request.contentType)
         guard (1...options.maxBytes).contains(request.size) else {
@@ -30,10 +66,71 @@ struct UploadCommands: Sendable {
         }
         let blurhash = try request.blurhash.map(Validation.blurhash)
         try limiter.check(.upload, for: user)
+        let uploadID = UUID()
+        var objectKey: String?
+        if case .objectStore = storage { objectKey = UploadStorage.objectKey(of: uploadID, in: id) }
         return try await store.createUpload(
-            in: id, by: user, filename: filename, declaredType: declaredType, size: request.size, blurhash: blurhash,
+            uploadID, in: id, by: user, filename: filename, declaredType: declaredType, size: request.size,
+            blurhash: blurhash, objectKey: objectKey,
             expiresAt: Date().addingTimeInterval(Double(options.lifetime.components.seconds)),
             maxPending: options.maxPending)
+    }
+
+    /// The upload as it stands, for its uploader. One whose bytes go to the
+    /// object store is looked at there until they have all arrived, and
+    /// inspected then.
+    func status(_ uploadID: UUID, in id: UUID, by user: UserID) async throws -> Upload {
+        guard let upload = try await store.upload(uploadID, in: id, of: user) else { throw StoreError.uploadNotFound }
+        return try await Self.objectStoreCall { try await settle(upload, by: user) }
+    }
+
+    /// Brings the uploads a send lists up to date before the store checks
+    /// them: those whose bytes went straight to the object store are
+    /// inspected once they are there. Nothing to do for database uploads,
+    /// which are inspected as their last byte arrives.
+    func settle(_ uploadIDs: [UUID], in id: UUID, by user: UserID) async throws {
+        guard case .objectStore = storage else { return }
+        for uploadID in uploadIDs {
+            // An id that is not the user's is the store's to refuse, with the send.
+            guard let upload = try await store.upload(uploadID, in: id, of: user) else { continue }
+            _ = try await Self.objectStoreCall { try await settle(upload, by: user) }
+        }
+    }
+
+    /// The object store's failures as the API's 503, for both doors (the
+    /// live stream's error frame too); the cause goes to the log.
+    private static func objectStoreCall<T>(_ body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch let error as ObjectStorageError {
+            Logger(label: "scrollback.uploads").error("object store call failed", metadata: ["error": "\(error)"])
+            throw APIError.objectStoreUnavailable
+        }
+    }
+
+    /// An object-stored upload whose bytes are all there, inspected; one
+    /// that is not complete yet, as it is. An object of another size than
+    /// declared (the presigned PUT makes this unlikely) is refused.
+    private func settle(_ upload: Upload, by user: UserID) async throws -> Upload {
+        guard let key = upload.objectKey, upload.inspection == nil, upload.messageSeq == nil,
+            case .objectStore(let objects) = storage
+        else { return upload }
+        guard let metadata = try await objects.head(key: key) else { return upload }
+        guard metadata.size == upload.size else {
+            try await discard(upload, by: user)
+            throw APIError.unprocessable(
+                .invalidUploadSize,
+                "The object store holds \(metadata.size) bytes for this upload, which declared \(upload.size). The upload was discarded.")
+        }
+        var filled = upload
+        filled.received = upload.size
+        return try await inspect(filled, by: user)
+    }
+
+    /// Forgets an unsent upload, and its object when there is one.
+    private func discard(_ upload: Upload, by user: UserID) async throws {
+        try await store.discardUpload(upload.id, in: upload.conversation, by: user)
+        if let key = upload.objectKey { await storage.deleteObjects([key], logger: logger) }
     }
 
     /// Takes the bytes of `body` into upload `uploadID` from `offset` (where
@@ -44,6 +141,11 @@ struct UploadCommands: Sendable {
         from offset: Int64
     ) async throws -> Upload {
         guard var upload = try await store.upload(uploadID, in: id, of: user) else { throw StoreError.uploadNotFound }
+        if upload.objectKey != nil {
+            throw APIError(
+                .conflict, .uploadUnavailable,
+                "This upload's bytes go to the object store: send them to the `upload_url` its creation answered.")
+        }
         try Self.requireOpen(upload)
         guard offset == upload.received else { throw Self.offsetMismatch(upload.received) }
         var position = offset
@@ -104,13 +206,13 @@ struct UploadCommands: Sendable {
                     prefixBytes = needed
                     continue
                 }
-                try await store.discardUpload(upload.id, in: upload.conversation, by: user)
+                try await discard(upload, by: user)
                 throw APIError.unprocessable(
                     .invalidUploadContent, "The file is not a usable image: \(error.reason). The upload was discarded.")
             }
         }
         if let mismatch = Self.mismatch(declared: upload.declaredType, found: found) {
-            try await store.discardUpload(upload.id, in: upload.conversation, by: user)
+            try await discard(upload, by: user)
             throw APIError.unprocessable(.invalidUploadContent, mismatch + " The upload was discarded.")
         }
         var hash = SHA256()
@@ -127,19 +229,19 @@ struct UploadCommands: Sendable {
         return try await store.recordInspection(inspection, of: upload.id, in: upload.conversation, by: user)
     }
 
-    /// Up to `limit` bytes of a database-held upload from `start`.
+    /// Up to `limit` bytes of an upload from `start`, wherever they live.
     func bytes(of upload: Upload, from start: Int64, upTo limit: Int) async throws -> [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(min(limit, Int(upload.size - start)))
-        for chunk in try await store.uploadChunks(upload.id, in: upload.conversation, from: start, limit: limit) {
-            var buffer = chunk.bytes
-            let skip = Int(max(0, start - chunk.start))
-            buffer.moveReaderIndex(forwardBy: min(skip, buffer.readableBytes))
-            let take = min(buffer.readableBytes, limit - out.count)
-            out.append(contentsOf: buffer.readableBytesView.prefix(take))
-            if out.count >= limit { break }
-        }
-        return out
+        try await storage.bytes(of: upload, from: start, upTo: limit, store: store)
+    }
+
+    /// A short-lived link to an object-stored attachment's bytes, which the
+    /// object store answers with the recorded type and the same
+    /// `Content-Disposition` the server gives; nil for one the database holds.
+    func downloadLink(to attachment: Upload, inspection: Upload.Inspection) throws -> URL? {
+        guard let key = attachment.objectKey, case .objectStore(let objects) = storage else { return nil }
+        return try objects.presignedDownload(
+            key: key, expires: UploadStorage.downloadLinkLifetime, filename: attachment.filename,
+            contentType: inspection.contentType, inline: AttachmentDownload.inlineTypes.contains(inspection.contentType))
     }
 
     /// Why bytes that were all received are refused, or nil: whether a

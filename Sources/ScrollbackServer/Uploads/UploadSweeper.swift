@@ -8,6 +8,7 @@ import ServiceLifecycle
 struct UploadSweeper: Service {
     let store: ScrollbackStore
     let options: UploadOptions
+    var storage: UploadStorage = .database
     let logger: Logger
 
     /// Uploads deleted per statement: a backlog goes in short steps.
@@ -28,6 +29,9 @@ struct UploadSweeper: Service {
         do {
             while true {
                 let collected = try await store.collectUploads(grace: options.removalGrace, limit: Self.batch)
+                // The rows are gone first: an object left by a failed delete
+                // is an orphan nobody can reach, never a dangling attachment.
+                await storage.deleteObjects(collected.objectKeys, logger: logger)
                 if collected.count > 0 { logger.info("collected uploads", metadata: ["count": "\(collected.count)"]) }
                 if collected.count < Self.batch { return }
             }

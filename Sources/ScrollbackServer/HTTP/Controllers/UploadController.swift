@@ -23,22 +23,15 @@ struct UploadController {
         let user = try context.requireUser()
         let id = try ConversationController.conversationID(context)
         let input = try await RequestBody.decode(CreateUploadRequest.self, from: request, context: context)
-        let upload = try await uploads.create(input, in: id, by: user)
-        return JSONBody(
-            UploadTicket(
-                uploadId: upload.id, uploadURL: Self.path(of: upload), method: "PUT",
-                headers: ["Content-Type": upload.declaredType], expiresAt: upload.expiresAt),
-            status: .created)
+        return JSONBody(try await uploads.create(input, in: id, by: user), status: .created)
     }
 
-    /// How far the upload is: a client resumes from `received`.
+    /// How far the upload is: a client resumes from `received`. For an
+    /// upload sent to the object store, this is when the server looks at it.
     @Sendable func status(_ request: Request, context: ScrollbackRequestContext) async throws -> JSONBody<UploadProgress> {
         let user = try context.requireUser()
         let (id, uploadID) = try Self.uploadAddress(context)
-        guard let upload = try await uploads.store.upload(uploadID, in: id, of: user) else {
-            throw StoreError.uploadNotFound
-        }
-        return JSONBody(Self.progress(upload))
+        return JSONBody(Self.progress(try await uploads.status(uploadID, in: id, by: user)))
     }
 
     /// Takes the bytes, from the start or, with `Content-Range:
@@ -63,6 +56,11 @@ struct UploadController {
             let inspection = attachment.inspection
         else {
             throw APIError(.notFound, .attachmentNotFound, "This conversation has no attachment with that id.")
+        }
+        if let link = try uploads.downloadLink(to: attachment, inspection: inspection) {
+            // The object store serves the bytes (and `Range`); the link is
+            // for this member now, so the redirect is not stored by caches.
+            return Response(status: .found, headers: [.location: link.absoluteString, .cacheControl: "private, no-store"])
         }
         let range = try AttachmentDownload.range(request.headers[.range], size: attachment.size)
         var headers = AttachmentDownload.headers(for: attachment, inspection: inspection)
@@ -89,10 +87,6 @@ struct UploadController {
                 }
                 try await writer.finish(nil)
             })
-    }
-
-    static func path(of upload: Upload) -> String {
-        "/v1/conversations/\(upload.conversation.uuidString.lowercased())/uploads/\(upload.id.uuidString.lowercased())"
     }
 
     static func progress(_ upload: Upload) -> UploadProgress {

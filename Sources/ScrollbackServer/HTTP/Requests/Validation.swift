@@ -12,7 +12,9 @@ enum Validation {
     static let maxMembers = APILimits.maxMembers
 
     static func messageBody(_ body: String) throws -> String {
-        try visibleText(body, field: "body", code: .invalidMessageBody, maxLength: maxBodyCharacters, allowingLineBreaks: true)
+        try visibleText(
+            body, field: "body", code: .invalidMessageBody, maxLength: maxBodyCharacters, allowingLineBreaks: true,
+            ifInvisible: " A message without text needs `attachments`.")
     }
 
     /// A reply's parent: a seq, so a whole number from 1.

@@ -49,6 +49,13 @@ public struct APIError: Error, HTTPResponseError, Equatable {
         .serviceUnavailable, .serviceUnavailable,
         "The database is unreachable right now. Retry after a moment.", headers: [.retryAfter: "1"])
 
+    /// The object store holding uploads failed a call: unreachable, unwell,
+    /// or refusing the server's credentials. The client retries; an
+    /// operator reads the cause in the log.
+    static let objectStoreUnavailable = APIError(
+        .serviceUnavailable, .serviceUnavailable,
+        "The file storage is unreachable right now. Retry after a moment.", headers: [.retryAfter: "1"])
+
     /// With `Connection: close`: the rest of the body is not read, so the
     /// connection cannot carry another request.
     static func payloadTooLarge(limit: Int) -> APIError {

@@ -1,0 +1,72 @@
+import AsyncHTTPClient
+import Foundation
+import Logging
+import ScrollbackObjectStorage
+import ScrollbackStore
+import ServiceLifecycle
+
+/// Where the bytes of uploads live: in the database (`upload_chunks`, the
+/// default: N instances and the embedded cluster need nothing more, and one
+/// backup holds everything), or in an S3-compatible object store
+/// (`SCROLLBACK_STORAGE_URL`), which clients upload to and download from
+/// with presigned URLs so the bytes never pass through the server.
+enum UploadStorage: Sendable {
+    case database
+    case objectStore(S3ObjectStore)
+
+    /// The key of an upload's object: `CONVERSATION/UPLOAD` under the
+    /// configured prefix.
+    static func objectKey(of uploadID: UUID, in conversation: UUID) -> String {
+        "\(conversation.uuidString.lowercased())/\(uploadID.uuidString.lowercased())"
+    }
+
+    /// How long a download link the server hands out stays valid: long
+    /// enough for a slow phone to fetch a large file, short enough that a
+    /// link copied out of the app soon stops working.
+    static let downloadLinkLifetime = Duration.seconds(300)
+
+    /// Up to `limit` bytes of `upload` from `start`: fewer only at its end.
+    func bytes(of upload: Upload, from start: Int64, upTo limit: Int, store: ScrollbackStore) async throws -> [UInt8] {
+        guard limit > 0, start < upload.size else { return [] }
+        if let key = upload.objectKey, case .objectStore(let objects) = self {
+            let last = min(upload.size, start + Int64(limit)) - 1
+            let buffer = try await objects.read(key: key, range: start...last)
+            return Array(buffer.readableBytesView)
+        }
+        var out: [UInt8] = []
+        out.reserveCapacity(min(limit, Int(upload.size - start)))
+        for chunk in try await store.uploadChunks(upload.id, in: upload.conversation, from: start, limit: limit) {
+            var buffer = chunk.bytes
+            let skip = Int(max(0, start - chunk.start))
+            buffer.moveReaderIndex(forwardBy: min(skip, buffer.readableBytes))
+            let take = min(buffer.readableBytes, limit - out.count)
+            out.append(contentsOf: buffer.readableBytesView.prefix(take))
+            if out.count >= limit { break }
+        }
+        return out
+    }
+
+    /// Deletes objects whose rows are gone. One that cannot be deleted now
+    /// is logged and left: an orphan costs storage, never correctness.
+    func deleteObjects(_ keys: [String], logger: Logger) async {
+        guard case .objectStore(let objects) = self else { return }
+        for key in keys {
+            do {
+                try await objects.delete(key: key)
+            } catch {
+                logger.warning("an upload's object could not be deleted", metadata: ["key": "\(key)", "error": "\(error)"])
+            }
+        }
+    }
+}
+
+/// The HTTP client of the object store, shut down when the service group
+/// stops.
+struct ObjectStoreClient: Service {
+    let httpClient: HTTPClient
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        try? await httpClient.shutdown()
+    }
+}
