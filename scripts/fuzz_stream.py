@@ -679,11 +679,19 @@ class Generator:
             return self.with_frame(frame, step)
         if key == "after" and wrong is None:
             return self.with_frame(frame, self.inbox_from_now("wrong type", "subscribe_inbox after null"))
+        if key == "body" and wrong is None and frame.get("type") == "send":
+            return self.with_frame(frame, self.send_without_body("wrong type", "send body null", frame))
         # A number that is not whole does not fit an integer field: the frame
         # is invalid JSON as a whole, like any number out of range.
         code = "invalid_json" if isinstance(wrong, float) and isinstance(value, int) else "invalid_field"
         return self.with_frame(frame, Step("wrong type", f"{frame.get('type')!r}: {key} = {compact(wrong)}", [],
                                            [Reply("error", code, ref=None)]))
+
+    @staticmethod
+    def send_without_body(category: str, note: str, frame: dict) -> Step:
+        """`body` is optional (null is how it is left out) for a message
+        with attachments; one without is a body with nothing visible."""
+        return Step(category, note, [], [Reply("error", "invalid_message_body", ref=frame.get("client_id"))])
 
     @staticmethod
     def inbox_from_now(category: str, note: str) -> Step:
@@ -702,6 +710,8 @@ class Generator:
             return self.with_frame(frame, step)
         if key == "after":
             return self.with_frame(frame, self.inbox_from_now("missing field", "subscribe_inbox without after"))
+        if key == "body" and frame.get("type") == "send":
+            return self.with_frame(frame, self.send_without_body("missing field", "send without body", frame))
         if key == "type":
             return self.with_frame(frame, Step("missing field", "without type", [],
                                                [Reply("error", "invalid_field", ref=None)]))
