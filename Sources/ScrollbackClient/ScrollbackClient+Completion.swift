@@ -42,11 +42,22 @@ extension ScrollbackClient {
 
     @discardableResult
     public func send(
-        _ body: String, to id: UUID, clientId: String? = nil, replyTo: Int64? = nil,
+        _ body: String, to id: UUID, clientId: String? = nil, replyTo: Int64? = nil, attachments: [UUID] = [],
         completion: @escaping Completion<SendResult>
     ) -> Task<Void, Never> {
         complete(completion) { () async throws(ScrollbackError) in
-            try await send(body, to: id, clientId: clientId, replyTo: replyTo)
+            try await send(body, to: id, clientId: clientId, replyTo: replyTo, attachments: attachments)
+        }
+    }
+
+    /// Cancel the returned task to stop the upload (`.cancelled`).
+    @discardableResult
+    public func upload(
+        _ data: Data, filename: String, contentType: String, to id: UUID, blurhash: String? = nil,
+        progress: (@Sendable (UploadReport) -> Void)? = nil, completion: @escaping Completion<Attachment>
+    ) -> Task<Void, Never> {
+        complete(completion) { () async throws(ScrollbackError) in
+            try await upload(data, filename: filename, contentType: contentType, to: id, blurhash: blurhash, progress: progress)
         }
     }
 

@@ -111,11 +111,14 @@ public struct ScrollbackClient: Sendable {
 
     /// Sends a message that cannot be stored twice, retried with the same
     /// `clientId` while the answer is missing or says "later".
-    public func send(_ body: String, to id: UUID, clientId: String? = nil, replyTo: Int64? = nil)
-        async throws(ScrollbackError) -> SendResult
-    {
+    /// With `attachments` (the ids of complete uploads, see
+    /// `upload(_:filename:contentType:to:blurhash:progress:)`), `body` may be empty.
+    public func send(
+        _ body: String, to id: UUID, clientId: String? = nil, replyTo: Int64? = nil, attachments: [UUID] = []
+    ) async throws(ScrollbackError) -> SendResult {
         let request = SendMessageRequest(
-            body: body, clientId: clientId ?? UUID().uuidString.lowercased(), replyTo: replyTo)
+            body: body, clientId: clientId ?? UUID().uuidString.lowercased(), replyTo: replyTo,
+            attachments: attachments.isEmpty ? nil : attachments)
         let reply = try await retrying { () async throws(ScrollbackError) in
             try await self.exchange(.POST, "/v1/conversations/\(id.wire)/messages", body: request)
         }
@@ -294,6 +297,13 @@ public struct ScrollbackClient: Sendable {
             request.headers.add(name: "Content-Type", value: "application/json")
             request.body = .bytes(ByteBuffer(bytes: data))
         }
+        return try await perform(request, path: path)
+    }
+
+    /// Sends a request made ready (authorization and body included) and
+    /// reads its answer; a non-2xx answer is thrown as its `ScrollbackError`.
+    func perform(_ request: HTTPClientRequest, path: String) async throws(ScrollbackError) -> Reply {
+        let method = request.method
         let started = ContinuousClock.now
         do {
             let response = try await http.execute(request, timeout: TimeAmount(timeout))

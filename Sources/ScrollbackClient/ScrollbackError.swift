@@ -28,6 +28,9 @@ public enum ScrollbackError: Error, Sendable, Equatable, LocalizedError {
     case transport(message: String)
     /// The answer could not be read as the expected type.
     case undecodable(message: String)
+    /// The caller cancelled the call (its task was cancelled): an upload
+    /// stops between two pieces of its bytes.
+    case cancelled
 
     public var errorDescription: String? {
         switch self {
@@ -36,6 +39,7 @@ public enum ScrollbackError: Error, Sendable, Equatable, LocalizedError {
             .unavailable(_, _, let message), .server(_, _, let message), .transport(let message),
             .undecodable(let message):
             message
+        case .cancelled: "The call was cancelled."
         }
     }
 
@@ -47,7 +51,7 @@ public enum ScrollbackError: Error, Sendable, Equatable, LocalizedError {
         case .notFound(let code, _), .conflict(let code, _), .invalidInput(let code, _), .unavailable(let code, _, _):
             code
         case .server(_, let code, _): code
-        case .rateLimited, .transport, .undecodable: nil
+        case .rateLimited, .transport, .undecodable, .cancelled: nil
         }
     }
 

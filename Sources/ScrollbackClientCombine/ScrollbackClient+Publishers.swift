@@ -37,15 +37,43 @@ extension ScrollbackClient {
             deferred { () async throws(ScrollbackError) in try await client.removeMember(user, from: id) }
         }
 
-        public func send(_ body: String, to id: UUID, clientId: String? = nil, replyTo: Int64? = nil)
-            -> AnyPublisher<ScrollbackClient.SendResult, ScrollbackError>
-        {
+        public func send(
+            _ body: String, to id: UUID, clientId: String? = nil, replyTo: Int64? = nil, attachments: [UUID] = []
+        ) -> AnyPublisher<ScrollbackClient.SendResult, ScrollbackError> {
             // One client_id for every subscription: a re-subscription after a
             // failure is a retry of the same message, never a second one.
             let clientId = clientId ?? UUID().uuidString.lowercased()
             return deferred { () async throws(ScrollbackError) in
-                try await client.send(body, to: id, clientId: clientId, replyTo: replyTo)
+                try await client.send(body, to: id, clientId: clientId, replyTo: replyTo, attachments: attachments)
             }
+        }
+
+        /// An upload's progress, then its attachment. The upload starts on
+        /// subscription; cancelling the subscription stops it. Each
+        /// subscription is an upload of its own.
+        public func upload(
+            _ data: Data, filename: String, contentType: String, to id: UUID, blurhash: String? = nil
+        ) -> AnyPublisher<UploadEvent, ScrollbackError> {
+            Deferred { () -> AnyPublisher<UploadEvent, ScrollbackError> in
+                let subject = SubjectBox(PassthroughSubject<UploadEvent, ScrollbackError>())
+                let box = TaskBox()
+                return subject.subject.handleEvents(
+                    receiveSubscription: { _ in
+                        box.task = Task {
+                            do throws(ScrollbackError) {
+                                let attachment = try await client.upload(
+                                    data, filename: filename, contentType: contentType, to: id, blurhash: blurhash,
+                                    progress: { subject.subject.send(.progress($0)) })
+                                subject.subject.send(.finished(attachment))
+                                subject.subject.send(completion: .finished)
+                            } catch {
+                                subject.subject.send(completion: .failure(error))
+                            }
+                        }
+                    },
+                    receiveCancel: { box.task?.cancel() }
+                ).eraseToAnyPublisher()
+            }.eraseToAnyPublisher()
         }
 
         public func page(of id: UUID, _ anchor: ScrollbackClient.PageAnchor = .newest, limit: Int? = nil)

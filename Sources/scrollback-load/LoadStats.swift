@@ -43,6 +43,7 @@ final class LoadStats: Sendable {
         case .rateLimited: return "rate_limited"
         case .transport: return "transport"
         case .undecodable: return "undecodable"
+        case .cancelled: return "cancelled"
         case .server(let status, _, _): return "http_\(status)"
         default: return "error"
         }

@@ -17,7 +17,8 @@ struct Chat: AsyncParsableCommand {
             Without --conversation or --with it opens the inbox: your conversations, most recently \
             active first, with their unread counts, updated live. Commands: /open N (or an id), \
             /new bob,carol [title], /more, /list, /quit. In a conversation: type a message and press \
-            return to send it; /older, /read, /back (to the inbox). Ctrl-D leaves.
+            return to send it; /attach PATH [caption] sends a photo or a file; /older, /read, \
+            /back (to the inbox). Attachments show as lines under their message. Ctrl-D leaves.
             """)
 
     @Option(help: "The user to chat as (a token is signed with the same secret as serve).")
@@ -158,7 +159,10 @@ actor ChatSession {
         let unread = conversation.unreadCount > 0 ? "[\(conversation.unreadCount) unread\(mentions)] " : ""
         let title = conversation.title ?? conversation.members.joined(separator: ", ")
         let preview = conversation.lastMessage.map { message in
-            ": \(message.sender): " + (message.deleted ? "(deleted)" : String(message.body.prefix(60)))
+            ": \(message.sender): "
+                + (message.deleted ? "(deleted)" : message.body.isEmpty && !message.attachments.isEmpty
+                    ? "[\(message.attachments[0].kind.rawValue)] \(message.attachments[0].filename)"
+                    : String(message.body.prefix(60)))
         } ?? ""
         return "\(number). \(unread)\(title)\(preview)"
     }
@@ -230,6 +234,12 @@ actor ChatSession {
             await create(members: Chat.names(words[1]), title: words.count > 2 ? words[2] : nil)
         case "/older":
             feed?.loadOlder()
+        case "/attach":
+            guard let feed, words.count > 1 else {
+                Chat.say("-- /attach PATH [caption], in a conversation --")
+                break
+            }
+            await attach(path: words[1], caption: words.count > 2 ? words[2] : "", to: feed.conversationId)
         case "/read":
             guard let feed else { break }
             do {
@@ -250,6 +260,32 @@ actor ChatSession {
         }
         return true
     }
+
+    /// Uploads a file and sends it; the message comes back live like any other.
+    func attach(path: String, caption: String, to id: UUID) async {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            Chat.say("-- cannot read \(path) --")
+            return
+        }
+        let name = URL(fileURLWithPath: path).lastPathComponent
+        let contentType = Self.contentTypes[URL(fileURLWithPath: path).pathExtension.lowercased()] ?? "application/octet-stream"
+        do {
+            let attachment = try await client.upload(
+                data, filename: name, contentType: contentType, to: id,
+                progress: { report in
+                    if report.sent == report.total { Chat.say("-- \(name): \(report.total) bytes uploaded --") }
+                })
+            _ = try await client.send(caption, to: id, attachments: [attachment.id])
+        } catch {
+            Chat.say("-- not sent: \(error.localizedDescription) --")
+        }
+    }
+
+    /// What a file's extension most likely is; the server checks the bytes.
+    static let contentTypes = [
+        "png": "image/png", "jpg": "image/jpeg", "jpeg": "image/jpeg", "gif": "image/gif", "webp": "image/webp",
+        "pdf": "application/pdf", "txt": "text/plain", "mp4": "video/mp4", "mov": "video/quicktime",
+    ]
 
     func close() {
         closeConversation()
@@ -304,8 +340,18 @@ struct ConversationPrinter {
         Chat.say(Self.line(message))
     }
 
+    /// A message, then one line per attachment under it.
     static func line(_ message: Message) -> String {
         let time = ScrollbackJSON.formatTimestamp(message.createdAt).dropFirst(11).prefix(8)
-        return "[\(message.seq)] \(time) \(message.sender): \(message.deleted ? "(deleted)" : message.body)"
+        let head = "[\(message.seq)] \(time) \(message.sender): \(message.deleted ? "(deleted)" : message.body)"
+        return ([head] + message.attachments.map(attachmentLine)).joined(separator: "\n")
+    }
+
+    /// `      [image] cat.png, 640×480, image/png, 29 bytes`
+    static func attachmentLine(_ attachment: Attachment) -> String {
+        var parts = [attachment.filename]
+        if let width = attachment.width, let height = attachment.height { parts.append("\(width)×\(height)") }
+        parts += [attachment.contentType, "\(attachment.size) bytes"]
+        return "      [\(attachment.kind.rawValue)] " + parts.joined(separator: ", ")
     }
 }

@@ -1,0 +1,34 @@
+import Foundation
+import ScrollbackModels
+import Testing
+
+@testable import scrollback
+
+/// What `scrollback chat` prints for messages with attachments.
+@Suite struct ChatLinesTests {
+    static let conversation = UUID()
+
+    static func message(_ body: String, attachments: [ScrollbackModels.Attachment], deleted: Bool = false) -> Message {
+        Message(
+            conversationId: conversation, seq: 7, sender: "alice", body: body, clientId: nil,
+            createdAt: Date(timeIntervalSince1970: 1_780_000_000), version: 7, deleted: deleted,
+            attachments: attachments)
+    }
+
+    static let photo = ScrollbackModels.Attachment(
+        id: UUID(), kind: .image, contentType: "image/png", size: 29, filename: "cat.png", width: 640, height: 480,
+        url: "/v1/x")
+    static let notes = ScrollbackModels.Attachment(
+        id: UUID(), kind: .file, contentType: "application/pdf", size: 2048, filename: "notes.pdf", url: "/v1/y")
+
+    @Test func eachAttachmentIsALineUnderItsMessage() {
+        let lines = ConversationPrinter.line(Self.message("look", attachments: [Self.photo, Self.notes]))
+            .split(separator: "\n").map(String.init)
+        #expect(lines.count == 3)
+        #expect(lines[0].hasSuffix("alice: look"))
+        #expect(lines[1] == "      [image] cat.png, 640×480, image/png, 29 bytes")
+        #expect(lines[2] == "      [file] notes.pdf, application/pdf, 2048 bytes")
+        // A message that is only a photo still says who sent what.
+        #expect(ConversationPrinter.line(Self.message("", attachments: [Self.photo])).contains("[image] cat.png"))
+    }
+}
