@@ -33,7 +33,7 @@ SHAPE = re.compile(r"[A-Za-z0-9_-]{1,96}")
 PAGE_QUERY = {
     "limit", "before", "after", "around", "around_time", "viewport_height", "viewport_width", "font_size",
     "line_height", "average_character_width", "horizontal_padding", "vertical_padding", "max_width_fraction",
-    "spacing",
+    "max_attachment_height", "attachment_row_height", "attachment_spacing", "spacing",
 }
 
 

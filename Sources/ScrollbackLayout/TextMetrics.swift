@@ -1,16 +1,24 @@
-// A deliberately simple text-height model for "page hints": before a client
-// has measured anything, the server can estimate how tall a page of messages
+// A deliberately simple height model for "page hints": before a client has
+// measured anything, the server can estimate how tall a page of messages
 // will be, e.g. to decide how many messages fill a screen. It is an estimate,
-// not typesetting: no fonts, no kerning, no word boundaries.
+// not typesetting: no fonts, no kerning, no word boundaries. Attachments are
+// boxes of a known size (AttachmentBox.swift), so a picture's height is known
+// before any of its bytes are downloaded.
 
-/// The text-metrics model behind ``estimatedHeight(of:viewportWidth:)``.
+/// The height model behind ``estimate(text:attachments:viewportWidth:)``:
+/// the text of a message bubble, and the boxes of its attachments.
 ///
-/// A bubble is at most `viewportWidth * maxWidthFraction` wide. Inside it,
-/// `horizontalPadding` on each side leaves the text width, which holds
-/// `floor(textWidth / averageCharacterWidth)` characters per line (at least
-/// one). Each paragraph (text between explicit newlines) wraps onto
-/// `ceil(characters / charactersPerLine)` lines, at least one even when
-/// empty. The bubble is `lines * lineHeight + 2 * verticalPadding` tall.
+/// **Text.** A bubble is at most `viewportWidth * maxWidthFraction` wide (the
+/// message *column*). Inside it, `horizontalPadding` on each side leaves the
+/// text width, which holds `floor(textWidth / averageCharacterWidth)`
+/// characters per line (at least one). Each paragraph (text between explicit
+/// newlines) wraps onto `ceil(characters / charactersPerLine)` lines, at least
+/// one even when empty. The bubble is `lines * lineHeight + 2 *
+/// verticalPadding` tall.
+///
+/// **Attachments** are laid out in the same column: see
+/// ``attachmentBox(for:viewportWidth:)`` for one box and
+/// ``estimate(text:attachments:viewportWidth:)`` for how text and boxes add up.
 ///
 /// Wrapping by characters rather than words slightly underestimates long
 /// messages (a word that does not fit moves whole to the next line); clients
@@ -31,12 +39,23 @@ public struct TextMetrics: Sendable, Equatable {
     public var horizontalPadding: Double
     /// Padding between the bubble's top or bottom and its text, on each side (default 8).
     public var verticalPadding: Double
-    /// Widest a bubble may be, as a fraction of the viewport width (default 0.75).
+    /// Widest a bubble may be, as a fraction of the viewport width (default
+    /// 0.75): the message column, which attachments share with the text.
     public var maxWidthFraction: Double
+    /// Tallest a picture or video may be shown, in points (default 320: about
+    /// half an iPhone screen, so a tall photo never hides the whole
+    /// conversation).
+    public var maxAttachmentHeight: Double
+    /// Height of the row that shows a file, or a picture or video whose size
+    /// is not known (default 56: an icon, the name and the size).
+    public var attachmentRowHeight: Double
+    /// Gap between two attachments of one message, stacked vertically (default 4).
+    public var attachmentSpacing: Double
 
     /// The metrics of a 17 pt body font: 22 pt lines, 8.5 pt average
     /// character width, 12 pt horizontal and 8 pt vertical padding, bubbles at
-    /// most 75% of the viewport wide.
+    /// most 75% of the viewport wide; pictures at most 320 pt tall, file rows
+    /// 56 pt, 4 pt between attachments.
     public static let standard = TextMetrics()
 
     /// Creates a model; every parameter defaults to ``standard``'s value.
@@ -46,7 +65,10 @@ public struct TextMetrics: Sendable, Equatable {
         averageCharacterWidth: Double = 8.5,
         horizontalPadding: Double = 12,
         verticalPadding: Double = 8,
-        maxWidthFraction: Double = 0.75
+        maxWidthFraction: Double = 0.75,
+        maxAttachmentHeight: Double = 320,
+        attachmentRowHeight: Double = 56,
+        attachmentSpacing: Double = 4
     ) {
         self.fontSize = fontSize
         self.lineHeight = lineHeight
@@ -54,6 +76,9 @@ public struct TextMetrics: Sendable, Equatable {
         self.horizontalPadding = horizontalPadding
         self.verticalPadding = verticalPadding
         self.maxWidthFraction = maxWidthFraction
+        self.maxAttachmentHeight = maxAttachmentHeight
+        self.attachmentRowHeight = attachmentRowHeight
+        self.attachmentSpacing = attachmentSpacing
     }
 
     /// The fields of ``TextMetrics``, named as the HTTP API spells them.
@@ -64,18 +89,49 @@ public struct TextMetrics: Sendable, Equatable {
         case horizontalPadding = "horizontal_padding"
         case verticalPadding = "vertical_padding"
         case maxWidthFraction = "max_width_fraction"
+        case maxAttachmentHeight = "max_attachment_height"
+        case attachmentRowHeight = "attachment_row_height"
+        case attachmentSpacing = "attachment_spacing"
+
+        /// The property this field names.
+        public var keyPath: WritableKeyPath<TextMetrics, Double> {
+            switch self {
+            case .fontSize: \.fontSize
+            case .lineHeight: \.lineHeight
+            case .averageCharacterWidth: \.averageCharacterWidth
+            case .horizontalPadding: \.horizontalPadding
+            case .verticalPadding: \.verticalPadding
+            case .maxWidthFraction: \.maxWidthFraction
+            case .maxAttachmentHeight: \.maxAttachmentHeight
+            case .attachmentRowHeight: \.attachmentRowHeight
+            case .attachmentSpacing: \.attachmentSpacing
+            }
+        }
 
         /// What a valid value looks like, as used in ``LayoutError/message``.
         public var requirement: String {
             switch self {
-            case .fontSize, .lineHeight, .averageCharacterWidth:
+            case .fontSize, .lineHeight, .averageCharacterWidth, .maxAttachmentHeight, .attachmentRowHeight:
                 "a finite number > 0 and <= \(Int(TextMetrics.maximumLength))"
-            case .horizontalPadding, .verticalPadding:
+            case .horizontalPadding, .verticalPadding, .attachmentSpacing:
                 "a finite number >= 0 and <= \(Int(TextMetrics.maximumLength))"
             case .maxWidthFraction:
                 "a number > 0 and <= 1"
             }
         }
+    }
+
+    /// The value of `field`.
+    public subscript(field: Field) -> Double {
+        get { self[keyPath: field.keyPath] }
+        set { self[keyPath: field.keyPath] = newValue }
+    }
+
+    /// This model with `values` in place of the fields they name (not validated).
+    public func replacing(_ values: [Field: Double]) -> TextMetrics {
+        var metrics = self
+        for (field, value) in values { metrics[field] = value }
+        return metrics
     }
 
     /// Upper bound for every length in the model, in points. Real metrics are
@@ -99,6 +155,13 @@ public struct TextMetrics: Sendable, Equatable {
         guard maxWidthFraction > 0 && maxWidthFraction <= 1 else {
             throw .invalidTextMetric(.maxWidthFraction, maxWidthFraction)
         }
+        guard positiveLength(maxAttachmentHeight) else {
+            throw .invalidTextMetric(.maxAttachmentHeight, maxAttachmentHeight)
+        }
+        guard positiveLength(attachmentRowHeight) else {
+            throw .invalidTextMetric(.attachmentRowHeight, attachmentRowHeight)
+        }
+        guard length(attachmentSpacing) else { throw .invalidTextMetric(.attachmentSpacing, attachmentSpacing) }
     }
 
     /// How many characters fit on one line of a bubble in a viewport this
@@ -111,12 +174,12 @@ public struct TextMetrics: Sendable, Equatable {
         return unvalidatedCharactersPerLine(viewportWidth: viewportWidth)
     }
 
-    /// Estimated height of a message bubble showing `text` in a viewport
-    /// `viewportWidth` points wide (see the type's documentation for the model).
+    /// Estimated height of a message showing `text` and no attachment in a
+    /// viewport `viewportWidth` points wide: the text-only case of
+    /// ``estimate(text:attachments:viewportWidth:)``, one rule for both.
     /// The result is a valid item height for ``LayoutInput``.
     public func estimatedHeight(of text: String, viewportWidth: Double) throws(LayoutError) -> Double {
-        let perLine = try charactersPerLine(viewportWidth: viewportWidth)
-        return height(lines: Self.lineCount(of: text, charactersPerLine: perLine))
+        try estimate(text: text, viewportWidth: viewportWidth).height
     }
 
     /// ``estimatedHeight(of:viewportWidth:)`` for a page of messages, in the
@@ -124,8 +187,7 @@ public struct TextMetrics: Sendable, Equatable {
     public func estimatedHeights(of texts: [String], viewportWidth: Double) throws(LayoutError)
         -> [Double]
     {
-        let perLine = try charactersPerLine(viewportWidth: viewportWidth)
-        return texts.map { height(lines: Self.lineCount(of: $0, charactersPerLine: perLine)) }
+        try estimatedHeights(of: texts.map { LayoutMessage(text: $0) }, viewportWidth: viewportWidth)
     }
 
     /// Number of lines `text` wraps onto at `charactersPerLine` characters per
@@ -150,7 +212,7 @@ public struct TextMetrics: Sendable, Equatable {
         return total + lines(run)
     }
 
-    private func unvalidatedCharactersPerLine(viewportWidth: Double) -> Int {
+    func unvalidatedCharactersPerLine(viewportWidth: Double) -> Int {
         let textWidth = viewportWidth * maxWidthFraction - 2 * horizontalPadding
         let fitting = textWidth / averageCharacterWidth
         // Clamping first keeps the conversion safe for absurdly wide viewports;
@@ -159,7 +221,8 @@ public struct TextMetrics: Sendable, Equatable {
         return Int(Swift.min(Swift.max(fitting, 1), 1_000_000_000))
     }
 
-    private func height(lines: Int) -> Double {
+    /// The bubble's height for `lines` lines of text.
+    func textHeight(lines: Int) -> Double {
         Double(lines) * lineHeight + 2 * verticalPadding
     }
 }

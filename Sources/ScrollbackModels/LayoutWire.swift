@@ -5,13 +5,19 @@
 
 /// `POST /v1/layout`: what the layout calculator needs, in points.
 ///
-/// Only `viewport_height` and `item_heights` are required; the sizes default
-/// to 0, and without `scroll_offset` the response has no visible range and
-/// `load_older` is false.
+/// `viewport_height` is required, and the items in one of two forms:
+/// `item_heights` (heights the client measured or estimated itself) or
+/// `items` (a text and attachments per message, whose heights the server
+/// estimates with the page hints' model, attachments included). The sizes
+/// default to 0, and without `scroll_offset` the response has no visible
+/// range and `load_older` is false.
 public struct LayoutRequest: Codable, Sendable, Equatable {
     enum CodingKeys: String, CodingKey {
         case viewportHeight = "viewport_height"
         case itemHeights = "item_heights"
+        case items
+        case viewportWidth = "viewport_width"
+        case metrics
         case spacing
         case topInset = "top_inset"
         case bottomInset = "bottom_inset"
@@ -19,10 +25,57 @@ public struct LayoutRequest: Codable, Sendable, Equatable {
         case prefetchThreshold = "prefetch_threshold"
     }
 
+    /// One message of `items`: its text and its attachments, newest message first.
+    public struct Item: Codable, Sendable, Equatable {
+        enum CodingKeys: String, CodingKey {
+            case text, attachments
+        }
+
+        /// The body (default empty: a message of attachments only).
+        public var text: String
+        /// At most ``APILimits/maxAttachmentsPerMessage`` (default none).
+        public var attachments: [ItemAttachment]
+
+        public init(text: String = "", attachments: [ItemAttachment] = []) {
+            self.text = text
+            self.attachments = attachments
+        }
+
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            text = try container.decodeIfPresent(String.self, forKey: .text) ?? ""
+            attachments = try container.decodeIfPresent([ItemAttachment].self, forKey: .attachments) ?? []
+        }
+    }
+
+    /// An attachment of an item, as an ``Attachment`` describes it: a
+    /// picture's or video's size in pixels as displayed, when known.
+    public struct ItemAttachment: Codable, Sendable, Equatable {
+        public var kind: AttachmentKind
+        public var width: Int?
+        public var height: Int?
+
+        public init(kind: AttachmentKind, width: Int? = nil, height: Int? = nil) {
+            self.kind = kind
+            self.width = width
+            self.height = height
+        }
+    }
+
     /// Height of the visible area of the scroll view.
     public var viewportHeight: Double
-    /// Item heights, newest first (index 0 = newest message).
-    public var itemHeights: [Double]
+    /// Item heights, newest first (index 0 = newest message); `nil` when
+    /// the request gives `items` instead.
+    public var itemHeights: [Double]?
+    /// Messages to estimate, newest first, instead of `item_heights`.
+    public var items: [Item]?
+    /// With `items`: the width their text and attachments are laid out in
+    /// (default 390, as on the page hints).
+    public var viewportWidth: Double?
+    /// With `items`: parameters of the height model by their names on the
+    /// page hints (`line_height`, `max_attachment_height`, ...); the others
+    /// keep their defaults.
+    public var metrics: [String: Double]?
     /// Gap between two adjacent items (default 0).
     public var spacing: Double?
     /// Space above the oldest item (default 0).
@@ -45,6 +98,42 @@ public struct LayoutRequest: Codable, Sendable, Equatable {
         self.bottomInset = bottomInset
         self.scrollOffset = scrollOffset
         self.prefetchThreshold = prefetchThreshold
+    }
+
+    /// A request of messages whose heights the server estimates.
+    public init(
+        viewportHeight: Double, items: [Item], viewportWidth: Double? = nil, metrics: [String: Double]? = nil,
+        spacing: Double? = nil, topInset: Double? = nil, bottomInset: Double? = nil, scrollOffset: Double? = nil,
+        prefetchThreshold: Double? = nil
+    ) {
+        self.init(
+            viewportHeight: viewportHeight, itemHeights: [], spacing: spacing, topInset: topInset,
+            bottomInset: bottomInset, scrollOffset: scrollOffset, prefetchThreshold: prefetchThreshold)
+        self.itemHeights = nil
+        self.items = items
+        self.viewportWidth = viewportWidth
+        self.metrics = metrics
+    }
+
+    // A request without either form of items is a malformed body (400),
+    // reported as the missing `item_heights` it was before `items` existed.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        viewportHeight = try container.decode(Double.self, forKey: .viewportHeight)
+        itemHeights = try container.decodeIfPresent([Double].self, forKey: .itemHeights)
+        items = try container.decodeIfPresent([Item].self, forKey: .items)
+        if itemHeights == nil && items == nil {
+            throw DecodingError.keyNotFound(
+                CodingKeys.itemHeights,
+                .init(codingPath: container.codingPath, debugDescription: "Give `item_heights` or `items`."))
+        }
+        viewportWidth = try container.decodeIfPresent(Double.self, forKey: .viewportWidth)
+        metrics = try container.decodeIfPresent([String: Double].self, forKey: .metrics)
+        spacing = try container.decodeIfPresent(Double.self, forKey: .spacing)
+        topInset = try container.decodeIfPresent(Double.self, forKey: .topInset)
+        bottomInset = try container.decodeIfPresent(Double.self, forKey: .bottomInset)
+        scrollOffset = try container.decodeIfPresent(Double.self, forKey: .scrollOffset)
+        prefetchThreshold = try container.decodeIfPresent(Double.self, forKey: .prefetchThreshold)
     }
 }
 
@@ -141,7 +230,7 @@ public struct PageLayoutHints: Codable, Sendable, Equatable {
         case metrics
     }
 
-    /// The text model and spacing the estimates were computed with (defaults
+    /// The height model and spacing the estimates were computed with (defaults
     /// filled in), so a client can tell which assumptions it got.
     public struct Metrics: Codable, Sendable, Equatable {
     enum CodingKeys: String, CodingKey {
@@ -151,6 +240,9 @@ public struct PageLayoutHints: Codable, Sendable, Equatable {
         case horizontalPadding = "horizontal_padding"
         case verticalPadding = "vertical_padding"
         case maxWidthFraction = "max_width_fraction"
+        case maxAttachmentHeight = "max_attachment_height"
+        case attachmentRowHeight = "attachment_row_height"
+        case attachmentSpacing = "attachment_spacing"
         case spacing
     }
 
@@ -160,11 +252,19 @@ public struct PageLayoutHints: Codable, Sendable, Equatable {
         public var horizontalPadding: Double
         public var verticalPadding: Double
         public var maxWidthFraction: Double
+        /// Tallest a picture or video is shown.
+        public var maxAttachmentHeight: Double
+        /// Height of a file's row (or of a picture of unknown size).
+        public var attachmentRowHeight: Double
+        /// Gap between two attachments of one message.
+        public var attachmentSpacing: Double
+        /// Gap between two messages.
         public var spacing: Double
 
         public init(
             fontSize: Double, lineHeight: Double, averageCharacterWidth: Double, horizontalPadding: Double,
-            verticalPadding: Double, maxWidthFraction: Double, spacing: Double
+            verticalPadding: Double, maxWidthFraction: Double, maxAttachmentHeight: Double,
+            attachmentRowHeight: Double, attachmentSpacing: Double, spacing: Double
         ) {
             self.fontSize = fontSize
             self.lineHeight = lineHeight
@@ -172,6 +272,9 @@ public struct PageLayoutHints: Codable, Sendable, Equatable {
             self.horizontalPadding = horizontalPadding
             self.verticalPadding = verticalPadding
             self.maxWidthFraction = maxWidthFraction
+            self.maxAttachmentHeight = maxAttachmentHeight
+            self.attachmentRowHeight = attachmentRowHeight
+            self.attachmentSpacing = attachmentSpacing
             self.spacing = spacing
         }
     }
@@ -181,7 +284,8 @@ public struct PageLayoutHints: Codable, Sendable, Equatable {
     /// The viewport the estimates are for (`viewport_width` defaults to 390).
     public var viewportHeight: Double
     public var viewportWidth: Double
-    /// One estimated height per returned message, in the page's order (newest first).
+    /// One estimated height per returned message, in the page's order
+    /// (newest first): its text and its attachments' boxes.
     public var itemHeights: [Double]
     /// `sum(item_heights) + spacing * (n - 1)`.
     public var contentHeight: Double
@@ -231,6 +335,10 @@ extension PageLayoutHints: JSONWritable {
 extension PageLayoutHints.Metrics: JSONWritable {
     public func write(to writer: inout JSONWriter) {
         writer.beginObject()
+        writer.key("attachment_row_height")
+        writer.number(attachmentRowHeight)
+        writer.key("attachment_spacing")
+        writer.number(attachmentSpacing)
         writer.key("average_character_width")
         writer.number(averageCharacterWidth)
         writer.key("font_size")
@@ -239,6 +347,8 @@ extension PageLayoutHints.Metrics: JSONWritable {
         writer.number(horizontalPadding)
         writer.key("line_height")
         writer.number(lineHeight)
+        writer.key("max_attachment_height")
+        writer.number(maxAttachmentHeight)
         writer.key("max_width_fraction")
         writer.number(maxWidthFraction)
         writer.key("spacing")

@@ -81,6 +81,12 @@ public struct Timeline: Sendable, Equatable {
         heights[item.id] ?? settings.estimatedHeight(item)
     }
 
+    /// A row's estimate: its text's height and its attachments' boxes, known
+    /// from the pictures' pixel sizes before any of them is downloaded.
+    public func estimate(of item: TimelineItem) -> MessageEstimate {
+        settings.estimate(item)
+    }
+
     /// The rows laid out in the viewport at the current scroll offset; nil
     /// only when the heights add up beyond what a Double holds.
     public var layout: ChatLayout? {
@@ -339,7 +345,7 @@ public struct TimelineLayoutSettings: Sendable, Equatable {
     public var bottomInset: Double
     /// How close to the top of the loaded rows (in points) older history is asked for.
     public var prefetchThreshold: Double
-    /// The estimate for a row not measured yet, from its text.
+    /// The estimate for a row not measured yet, from its text and attachments.
     public var metrics: TextMetrics
     /// The width a row's text is laid out in.
     public var viewportWidth: Double
@@ -357,11 +363,20 @@ public struct TimelineLayoutSettings: Sendable, Equatable {
         self.metrics = metrics
     }
 
-    /// A row's estimated height: its text by the metrics (a tombstone is one line).
+    /// A row's estimate, by the metrics' one rule
+    /// (``TextMetrics/estimate(text:attachments:viewportWidth:)``): its text,
+    /// and the boxes of its attachments (a tombstone is one line).
+    public func estimate(_ item: TimelineItem) -> MessageEstimate {
+        if let estimate = try? metrics.estimate(item.layoutMessage, viewportWidth: viewportWidth) {
+            return estimate
+        }
+        // Metrics that cannot lay anything out (out of their ranges) give one line.
+        let oneLine = metrics.lineHeight + 2 * metrics.verticalPadding
+        return MessageEstimate(textHeight: oneLine, attachmentBoxes: [], height: oneLine)
+    }
+
+    /// A row's estimated height: ``estimate(_:)``'s.
     public func estimatedHeight(_ item: TimelineItem) -> Double {
-        let text = item.message?.deleted == true ? "Message deleted" : item.body
-        // Metrics that cannot lay text out (a width below the padding) give one line.
-        return (try? metrics.estimatedHeight(of: text, viewportWidth: viewportWidth))
-            ?? metrics.lineHeight + 2 * metrics.verticalPadding
+        estimate(item).height
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import ScrollbackLayout
 import ScrollbackModels
 
 /// One row of a conversation's timeline: a stored message, or a message this
@@ -50,6 +51,17 @@ public struct TimelineItem: Sendable, Equatable, Identifiable {
     /// What the row shows.
     public var body: String { message?.body ?? pendingSend?.body ?? "" }
 
+    /// The files the row shows, in order, with the pixel sizes of pictures.
+    public var attachments: [Attachment] { message?.attachments ?? pendingSend?.attachments ?? [] }
+
+    /// What the row's estimated height is made of: its text and its
+    /// attachments, or one line of "Message deleted" for a deleted message.
+    /// ``TimelineLayoutSettings/estimate(_:)`` sizes it.
+    public var layoutMessage: LayoutMessage {
+        if message?.deleted == true { return LayoutMessage(text: "Message deleted") }
+        return LayoutMessage(text: body, attachments: attachments.map(LayoutAttachment.init))
+    }
+
     public var isPending: Bool { message == nil }
 }
 
@@ -58,10 +70,21 @@ public struct PendingSend: Sendable, Equatable {
     public var clientId: String
     public var body: String
     public var sender: String
+    /// The uploads it sends, as their completed uploads described them
+    /// (``UploadProgress/attachment``), so the echo is as tall as the message.
+    public var attachments: [Attachment]
 
-    public init(clientId: String, body: String, sender: String) {
+    public init(clientId: String, body: String, sender: String, attachments: [Attachment] = []) {
         self.clientId = clientId
         self.body = body
         self.sender = sender
+        self.attachments = attachments
+    }
+}
+
+extension LayoutAttachment {
+    /// How the height model sees an attachment.
+    init(_ attachment: Attachment) {
+        self.init(kindName: attachment.kind.rawValue, pixelWidth: attachment.width, pixelHeight: attachment.height)
     }
 }

@@ -12,7 +12,9 @@ struct LayoutCommand: ParsableCommand {
         discussion: """
             Heights are newest first (index 0 = the newest message, at the bottom). Without --heights the \
             request is read as JSON from standard input, in the endpoint's shape: \
-            {"viewport_height": 640, "item_heights": [44, 60], "spacing": 8}; flags given as well override \
+            {"viewport_height": 640, "item_heights": [44, 60], "spacing": 8}, or with messages whose heights \
+            are estimated from their text and attachments: {"viewport_height": 640, "items": [{"text": "hi", \
+            "attachments": [{"kind": "image", "width": 1200, "height": 900}]}]}; flags given as well override \
             its fields. With --svg the layout is also drawn to a file.
             """)
 

@@ -97,14 +97,8 @@ import Testing
     func invalidMetricIsRejectedWithItsField(_ field: TextMetrics.Field) {
         for bad in [-1, Double.nan, 20_000] {
             var broken = TextMetrics.standard
-            switch field {
-            case .fontSize: broken.fontSize = bad
-            case .lineHeight: broken.lineHeight = bad
-            case .averageCharacterWidth: broken.averageCharacterWidth = bad
-            case .horizontalPadding: broken.horizontalPadding = bad
-            case .verticalPadding: broken.verticalPadding = bad
-            case .maxWidthFraction: broken.maxWidthFraction = bad == 20_000 ? 1.5 : bad
-            }
+            broken[field] = field == .maxWidthFraction && bad == 20_000 ? 1.5 : bad
+            if !bad.isNaN { #expect(TextMetrics.standard.replacing([field: broken[field]]) == broken) }
             let error = #expect(throws: LayoutError.self) { try broken.estimatedHeight(of: "hi", viewportWidth: 390) }
             #expect(error?.field == field.rawValue)
         }

@@ -107,6 +107,7 @@ struct Golden: Sendable, CustomTestStringConvertible {
         Golden("read_marker_request", ReadMarkerRequest(seq: 41)),
         Golden("layout_request", Values.layoutRequest),
         Golden("layout_request_minimal", LayoutRequest(viewportHeight: 640, itemHeights: [100, 50])),
+        Golden("layout_request_items", Values.layoutRequestItems),
         Golden("layout_response", Values.layoutResponse),
         Golden("layout_response_without_visible", Values.layoutResponseWithoutVisible),
         Golden("search_results", Values.searchResults),
@@ -197,7 +198,7 @@ enum Values {
         viewportHeight: 640, viewportWidth: 390, itemHeights: [38, 60], contentHeight: 106, bottomPadding: 534,
         metrics: PageLayoutHints.Metrics(
             fontSize: 17, lineHeight: 22, averageCharacterWidth: 8.5, horizontalPadding: 12, verticalPadding: 8,
-            maxWidthFraction: 0.75, spacing: 8))
+            maxWidthFraction: 0.75, maxAttachmentHeight: 320, attachmentRowHeight: 56, attachmentSpacing: 4, spacing: 8))
     static let pageWithLayout = MessagePage(
         messages: [message, deletedMessage], hasOlder: true, hasNewer: false, lastSeq: 42, version: 44, layout: hints)
 
@@ -220,6 +221,13 @@ enum Values {
     static let layoutRequest = LayoutRequest(
         viewportHeight: 640, itemHeights: [100, 50.5], spacing: 10, topInset: 4, bottomInset: 6, scrollOffset: 0,
         prefetchThreshold: 320)
+    static let layoutRequestItems = LayoutRequest(
+        viewportHeight: 640,
+        items: [
+            .init(text: "Look!", attachments: [.init(kind: .image, width: 1200, height: 900), .init(kind: .file)]),
+            .init(text: "On my way"),
+        ],
+        viewportWidth: 390, metrics: ["line_height": 20, "max_attachment_height": 300], spacing: 8)
     static let layoutResponse = LayoutResponse(
         contentHeight: 160, bottomPadding: 480, isScrollable: false,
         items: [

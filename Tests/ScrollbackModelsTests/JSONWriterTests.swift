@@ -53,6 +53,7 @@ import Testing
             metrics: .init(
                 fontSize: number(&rng), lineHeight: number(&rng), averageCharacterWidth: number(&rng),
                 horizontalPadding: number(&rng), verticalPadding: number(&rng), maxWidthFraction: number(&rng),
+                maxAttachmentHeight: number(&rng), attachmentRowHeight: number(&rng), attachmentSpacing: number(&rng),
                 spacing: number(&rng)))
     }
 

@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import Logging
 import PostgresNIO
+import ScrollbackLayout
 import ScrollbackModels
 @testable import ScrollbackServer
 import ScrollbackStore
@@ -132,6 +133,43 @@ import Testing
         #expect(
             Self.number("maxItems", in: schema("LayoutRequest", "properties", "item_heights"))
                 == Double(APILimits.maxLayoutItems))
+        #expect(
+            Self.number("maxItems", in: schema("LayoutRequest", "properties", "items"))
+                == Double(APILimits.maxLayoutItems))
+        #expect(
+            Self.number("maxItems", in: schema("LayoutItem", "properties", "attachments"))
+                == Double(APILimits.maxAttachmentsPerMessage))
+        for side in ["width", "height"] {
+            let block = schema("LayoutAttachment", "properties", side)
+            #expect(Self.number("minimum", in: block) == 1)
+            #expect(Self.number("maximum", in: block) == Double(LayoutRequests.maxAttachmentSide))
+        }
+        #expect(
+            Self.number("default", in: schema("LayoutRequest", "properties", "viewport_width"))
+                == LayoutRequests.defaultViewportWidth)
+        // The height model's defaults and ranges are the library's, for every metric.
+        let standard = TextMetrics.standard
+        let defaults: [TextMetrics.Field: Double] = [
+            .fontSize: standard.fontSize, .lineHeight: standard.lineHeight,
+            .averageCharacterWidth: standard.averageCharacterWidth, .horizontalPadding: standard.horizontalPadding,
+            .verticalPadding: standard.verticalPadding, .maxWidthFraction: standard.maxWidthFraction,
+            .maxAttachmentHeight: standard.maxAttachmentHeight, .attachmentRowHeight: standard.attachmentRowHeight,
+            .attachmentSpacing: standard.attachmentSpacing,
+        ]
+        for field in TextMetrics.Field.allCases {
+            let block = schema("MessagePageQuery", "properties", field.rawValue)
+            #expect(Self.number("default", in: block) == defaults[field], "\(field)")
+            let maximum = field == .maxWidthFraction ? 1 : TextMetrics.maximumLength
+            #expect(Self.number("maximum", in: block) == maximum, "\(field)")
+            #expect(block?.contains(field.requirement.contains(">= 0") ? "minimum: 0" : "exclusiveMinimum: 0") == true, "\(field)")
+            #expect(
+                schema("LayoutMetrics", "properties", field.rawValue)?.contains(
+                    "{ $ref: \"#/components/schemas/MessagePageQuery/properties/\(field.rawValue)\" }") == true,
+                "\(field)")
+            #expect(schema("PageLayoutHints", "properties", "metrics")?.contains("- \(field.rawValue)") == true, "\(field)")
+            let dependent = Self.block(["components", "schemas", "MessagePageQuery", "dependentRequired"], in: yaml)
+            #expect(dependent?.contains("\(field.rawValue): [viewport_height]") == true, "\(field)")
+        }
         for parameter in ["viewport_height", "viewport_width"] {
             #expect(value("maximum", "components", "schemas", "MessagePageQuery", "properties", parameter) == APILimits.maxHintViewportLength)
         }

@@ -55,6 +55,109 @@ import Testing
         }
     }
 
+    /// `items`: the server estimates each message from its text and its
+    /// attachments' boxes, with the page hints' model and defaults.
+    @Test func itemsWithAttachmentsAreEstimatedWithTheirBoxes() async throws {
+        try await TestServer.run { server in
+            let body = #"""
+                {"viewport_height": 640, "spacing": 8, "items": [
+                  {"text": "look", "attachments": [{"kind": "image", "width": 1200, "height": 900}]},
+                  {"attachments": [{"kind": "image", "width": 100, "height": 80}, {"kind": "file"}]},
+                  {"text": "hi"},
+                  {"attachments": [{"kind": "video"}]}
+                ]}
+                """#
+            let reply = try await server.request(.post, Self.path, rawBody: body)
+            #expect(reply.status == .ok, "\(reply.text)")
+            let layout = try reply.decode(LayoutResponse.self)
+            // Column 390 * 0.75 = 292.5; a line 22 + 2 * 8.
+            let heights: [Double] = [38 + 219.375, 80 + 4 + 56, 38, 56]
+            #expect(layout.items.map(\.height) == heights)
+            let content: Double = 257.375 + 140 + 38 + 56 + 3 * 8
+            #expect(layout.contentHeight == content)
+            #expect(layout.bottomPadding == 640 - layout.contentHeight)
+
+            // The same as the library's estimates, for another width and metrics.
+            let request = LayoutRequest(
+                viewportHeight: 640,
+                items: [
+                    .init(text: "a caption", attachments: [.init(kind: .image, width: 4000, height: 3000)]),
+                    .init(attachments: [.init(kind: .video, width: 1080, height: 1920), .init(kind: .file)]),
+                ],
+                viewportWidth: 1024, metrics: ["line_height": 20, "max_attachment_height": 400, "attachment_spacing": 2])
+            let custom = try await server.request(.post, Self.path, json: request).decode(LayoutResponse.self)
+            let metrics = TextMetrics(lineHeight: 20, maxAttachmentHeight: 400, attachmentSpacing: 2)
+            let expected = try metrics.estimatedHeights(
+                of: [
+                    LayoutMessage(text: "a caption", attachments: [.init(kind: .image, pixelWidth: 4000, pixelHeight: 3000)]),
+                    LayoutMessage(text: "", attachments: [.init(kind: .video, pixelWidth: 1080, pixelHeight: 1920), .init(kind: .file)]),
+                ], viewportWidth: 1024)
+            #expect(custom.items.map(\.height) == expected)
+            let byHand: [Double] = [36 + 400, 400 + 2 + 56]
+            #expect(expected == byHand)
+        }
+    }
+
+    @Test func badItemsAre422NamingTheField() async throws {
+        try await TestServer.run { server in
+            let image = #"{"kind": "image", "width": 10, "height": 10}"#
+            let eleven = #"{"viewport_height": 640, "items": [{"attachments": ["#
+                + Array(repeating: image, count: 11).joined(separator: ",") + "]}]}"
+            let cases: [(String, APIErrorCode, String)] = [
+                (#"{"viewport_height": 640, "item_heights": [], "items": []}"#, .invalidLayoutInput, "Give either item_heights"),
+                (#"{"viewport_height": 640, "item_heights": [1], "viewport_width": 390}"#, .invalidLayoutInput, "viewport_width only applies to items"),
+                (#"{"viewport_height": 640, "item_heights": [1], "metrics": {}}"#, .invalidLayoutInput, "metrics only applies to items"),
+                (#"{"viewport_height": 640, "items": [{}, {"attachments": [{"kind": "image", "width": -5, "height": 10}]}]}"#,
+                 .invalidLayoutInput, "items[1].attachments[0].width must be a whole number of pixels from 1 to 65535 (got -5)"),
+                (#"{"viewport_height": 640, "items": [{"attachments": [{"kind": "file"}, {"kind": "image", "width": 10, "height": 70000}]}]}"#,
+                 .invalidLayoutInput, "items[0].attachments[1].height must be a whole number of pixels from 1 to 65535 (got 70000)"),
+                (#"{"viewport_height": 640, "items": [{"attachments": [{"kind": "image", "width": 0, "height": 10}]}]}"#,
+                 .invalidLayoutInput, "items[0].attachments[0].width"),
+                (#"{"viewport_height": 640, "items": [{"attachments": [{"kind": "image", "width": 10}]}]}"#,
+                 .invalidLayoutInput, "items[0].attachments[0] needs both width and height, or neither (height is missing)"),
+                (eleven, .invalidLayoutInput, "items[0].attachments may hold at most \(APILimits.maxAttachmentsPerMessage) attachments"),
+                (#"{"viewport_height": 640, "items": [], "metrics": {"line_height": 0}}"#, .invalidLayoutInput, "metrics.line_height must be"),
+                (#"{"viewport_height": 640, "items": [], "metrics": {"max_attachment_height": -1}}"#, .invalidLayoutInput, "metrics.max_attachment_height must be"),
+                (#"{"viewport_height": 640, "items": [], "metrics": {"line_hieght": 20, "zzz": 1}}"#, .invalidLayoutInput,
+                 "metrics.line_hieght is not a parameter of the height model; the parameters are font_size, line_height,"),
+                (#"{"viewport_height": 640, "items": [{}], "viewport_width": -1}"#, .invalidLayoutInput, "viewport_width must be"),
+                (#"{"viewport_height": -1, "items": [{}]}"#, .invalidLayoutInput, "viewport_height must be"),
+            ]
+            for (body, code, message) in cases {
+                let reply = try await server.request(.post, Self.path, rawBody: body)
+                #expect(reply.status == .unprocessableContent, "\(body): \(reply.text)")
+                let error = try reply.error().error
+                #expect(error.code == code, "\(body)")
+                #expect(error.message.hasPrefix(message), "\(body): \(error.message)")
+            }
+            // At most the item limit, as for item_heights; ten attachments are fine.
+            func items(_ count: Int) -> String {
+                #"{"viewport_height": 640, "items": ["# + Array(repeating: "{}", count: count).joined(separator: ",") + "]}"
+            }
+            #expect(try await server.request(.post, Self.path, rawBody: items(APILimits.maxLayoutItems)).status == .ok)
+            let tooMany = try await server.request(.post, Self.path, rawBody: items(APILimits.maxLayoutItems + 1))
+            #expect(try tooMany.status == .unprocessableContent && tooMany.error().error.code == .tooManyItems)
+            #expect(try tooMany.error().error.message.hasPrefix("items may hold at most"))
+            let ten = #"{"viewport_height": 640, "items": [{"attachments": ["# + Array(repeating: image, count: 10).joined(separator: ",") + "]}]}"
+            #expect(try await server.request(.post, Self.path, rawBody: ten).status == .ok)
+
+            // Shapes that are not the request's are 400.
+            for (body, field) in [
+                (#"{"viewport_height": 640, "items": [{"attachments": [{"kind": "sticker"}]}]}"#, "items[0].attachments[0].kind"),
+                // The JSON parser itself refuses a fraction where a whole number goes, without naming the field.
+                (#"{"viewport_height": 640, "items": [{"attachments": [{"kind": "image", "width": 1.5, "height": 2}]}]}"#, "whole numbers"),
+                (#"{"viewport_height": 640, "items": [{"text": 5}]}"#, "items[0].text"),
+                (#"{"viewport_height": 640, "items": {}}"#, "items"),
+                (#"{"viewport_height": 640, "items": [], "metrics": {"line_height": null}}"#, "metrics.line_height"),
+            ] {
+                let reply = try await server.request(.post, Self.path, rawBody: body)
+                #expect(reply.status == .badRequest, "\(body): \(reply.text)")
+                let message = try reply.error().error.message
+                #expect(message.contains("`\(field)`") || message.contains(field), "\(body): \(reply.text)")
+            }
+        }
+    }
+
     @Test func layoutNeedsNoTokenWhileTheOtherRoutesStillDo() async throws {
         try await TestServer.run { server in
             let body = #"{"viewport_height": 100, "item_heights": [10]}"#

@@ -58,7 +58,8 @@ import Testing
                 Set(try #require(layout["metrics"] as? [String: Any]).keys)
                     == [
                         "font_size", "line_height", "average_character_width", "horizontal_padding", "vertical_padding",
-                        "max_width_fraction", "spacing",
+                        "max_width_fraction", "max_attachment_height", "attachment_row_height", "attachment_spacing",
+                        "spacing",
                     ])
             // The page itself is the same page.
             let page = try hinted.decode(MessagePage.self)
@@ -83,7 +84,8 @@ import Testing
                 hints.metrics
                     == .init(
                         fontSize: 17, lineHeight: 22, averageCharacterWidth: 8.5, horizontalPadding: 12,
-                        verticalPadding: 8, maxWidthFraction: 0.75, spacing: 8))
+                        verticalPadding: 8, maxWidthFraction: 0.75, maxAttachmentHeight: 320, attachmentRowHeight: 56,
+                        attachmentSpacing: 4, spacing: 8))
             #expect(hints.contentHeight == Self.content(expected, spacing: 8))
             #expect(hints.bottomPadding == max(640 - hints.contentHeight, 0))
             #expect(hints.estimated)
@@ -107,11 +109,70 @@ import Testing
                 customHints.metrics
                     == .init(
                         fontSize: 15, lineHeight: 20, averageCharacterWidth: 7.5, horizontalPadding: 10,
-                        verticalPadding: 6, maxWidthFraction: 0.8, spacing: 4))
+                        verticalPadding: 6, maxWidthFraction: 0.8, maxAttachmentHeight: 320, attachmentRowHeight: 56,
+                        attachmentSpacing: 4, spacing: 4))
             #expect(customHints.contentHeight == Self.content(customExpected, spacing: 4))
             // Short content in a tall viewport: the padding fills the rest.
             #expect(customHints.bottomPadding == 2000 - customHints.contentHeight)
             #expect(customHints.bottomPadding > 0)
+        }
+    }
+
+    /// Pictures and files sent through the upload API count in the hints
+    /// from the sizes the server recorded: a picture wider than the column is
+    /// scaled down to it, a small one keeps its pixel size, a file is a row.
+    @Test func heightsIncludeTheBoxesOfStoredAttachments() async throws {
+        try await UploadAPITests.withFlow { flow in
+            func uploaded(_ filename: String, _ type: String, _ bytes: [UInt8]) async throws -> UUID {
+                let ticket = try await flow.upload(filename, type, bytes)
+                let put = try await flow.put(ticket, bytes)
+                try #require(put.status == .ok, "\(put.text)")
+                return ticket.uploadId
+            }
+            func send(_ body: String, _ attachments: [UUID]) async throws {
+                let sent = try await flow.send(body, attachments: attachments)
+                try #require(sent.status == .created, "\(sent.text)")
+            }
+            let big = try await uploaded("big.png", "image/png", UploadAPITests.png(width: 1200, height: 900))
+            let small = try await uploaded("small.png", "image/png", UploadAPITests.png(width: 100, height: 80))
+            let notes = try await uploaded("notes.txt", "text/plain", Array("the minutes of the meeting".utf8))
+            let tall = try await uploaded("tall.png", "image/png", UploadAPITests.png(width: 600, height: 1600))
+            let file = try await uploaded("more.txt", "text/plain", Array("more notes".utf8))
+            try await send("look at this", [big])  // seq 1
+            try await send("tiny", [small])  // seq 2
+            try await send("", [notes])  // seq 3
+            try await send("", [tall, file])  // seq 4
+            try await send("just text", [])  // seq 5
+
+            // Defaults: a 390 pt screen, so a 292.5 pt column; pictures at most 320 pt tall.
+            let oneLine = 22.0 + 2 * 8
+            let page = try await Self.page(flow.server, flow.conversation, "viewport_height=640")
+                .decode(MessagePage.self)
+            #expect(page.messages.map(\.seq) == [5, 4, 3, 2, 1])
+            #expect(page.messages[4].attachments.first?.width == 1200)
+            let heights = try #require(page.layout).itemHeights
+            let expected: [Double] = [
+                oneLine,  // text only, as before
+                320 + 4 + 56,  // 600 x 1600 scaled to 120 x 320, 4 pt gap, a file row; no text line
+                56,  // a file row alone
+                oneLine + 80,  // 100 x 80 is narrower than the column: never scaled up
+                oneLine + 219.375,  // 1200 x 900 scaled down to the column: 900 * 292.5 / 1200
+            ]
+            #expect(heights == expected)
+            #expect(page.layout?.contentHeight == heights.reduce(0, +) + 4 * 8)
+
+            // A tablet-wide screen (column 768): the wide picture is now held by the
+            // 320 pt maximum height; box metrics can be changed like the text's.
+            let wide = try await Self.page(
+                flow.server, flow.conversation,
+                "viewport_height=640&viewport_width=1024&attachment_row_height=44&attachment_spacing=10")
+                .decode(MessagePage.self)
+            let wideExpected: [Double] = [oneLine, 320 + 10 + 44, 44, oneLine + 80, oneLine + 320]
+            #expect(try #require(wide.layout).itemHeights == wideExpected)
+            let smaller = try await Self.page(flow.server, flow.conversation, "viewport_height=640&max_attachment_height=100")
+                .decode(MessagePage.self)
+            let smallerExpected: [Double] = [oneLine, 100 + 4 + 56, 56, oneLine + 80, oneLine + 100]
+            #expect(try #require(smaller.layout).itemHeights == smallerExpected)
         }
     }
 
@@ -146,6 +207,10 @@ import Testing
                 ("viewport_height=640&vertical_padding=-1", "vertical_padding"),
                 ("viewport_height=640&spacing=-1", "spacing"),
                 ("viewport_height=640&spacing=10001", "spacing"),
+                ("viewport_height=640&max_attachment_height=0", "max_attachment_height"),
+                ("viewport_height=640&attachment_row_height=10001", "attachment_row_height"),
+                ("viewport_height=640&attachment_spacing=-1", "attachment_spacing"),
+                ("attachment_spacing=4", "attachment_spacing"),
                 ("viewport_width=390", "viewport_width"),
                 ("spacing=8", "spacing"),
                 ("line_height=20", "line_height"),

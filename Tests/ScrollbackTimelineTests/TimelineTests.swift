@@ -1,5 +1,6 @@
 import Foundation
 import PropertyBased
+import ScrollbackLayout
 import ScrollbackModels
 import ScrollbackTimeline
 import Testing
@@ -206,6 +207,72 @@ struct History {
         let update = timeline.apply(.heightMeasured(.seq(2), 123))
         #expect(update.diff == TimelineDiff(updated: [0]))
         #expect(try #require(timeline.layout).items[0].height == 123)
+    }
+
+    static func picture(_ width: Int, _ height: Int) -> ScrollbackModels.Attachment {
+        ScrollbackModels.Attachment(
+            id: UUID(), kind: .image, contentType: "image/png", size: 1_000, filename: "p.png", width: width, height: height,
+            url: "/p")
+    }
+
+    /// Rows with pictures are as tall as their pictures will be, before any
+    /// byte of them is loaded: the default settings' 292.5 pt column and
+    /// 320 pt maximum, 56 pt file rows, 4 pt between attachments.
+    @Test func rowsWithAttachmentsAreEstimatedWithTheirBoxes() throws {
+        var timeline = Timeline(conversationId: History.id)
+        var wide = History.message(seq: 1, body: "look")
+        wide.attachments = [Self.picture(1200, 900)]  // scaled down to 292.5 x 219.375
+        var small = History.message(seq: 2, body: "")
+        small.attachments = [Self.picture(100, 80)]  // kept at 100 x 80, never scaled up
+        var several = History.message(seq: 3, body: "")
+        several.attachments = [
+            Self.picture(600, 1600),  // 120 x 320
+            ScrollbackModels.Attachment(id: UUID(), kind: .file, contentType: "application/pdf", size: 9, filename: "a.pdf", url: "/a"),
+        ]
+        timeline.apply(.pageLoaded(MessagePage(messages: [several, small, wide], hasOlder: false, hasNewer: false, lastSeq: 3, version: 3)))
+        let oneLine = 22.0 + 16
+        let rows = timeline.items
+        #expect(rows.map { timeline.height(of: $0) } == [320 + 4 + 56, 80, oneLine + 219.375])
+        #expect(timeline.estimate(of: rows[2]).attachmentBoxes == [.init(shape: .media, width: 292.5, height: 219.375)])
+        #expect(timeline.estimate(of: rows[1]).attachmentBoxes == [.init(shape: .media, width: 100, height: 80)])
+        #expect(timeline.estimate(of: rows[1]).textHeight == 0, "a message of a picture alone has no text line")
+        #expect(timeline.estimate(of: rows[0]).attachmentBoxes.map(\.shape) == [.media, .row])
+        // The same rule as the library's (and so as the server's page hints).
+        let settings = timeline.settings
+        for row in rows {
+            #expect(
+                timeline.estimate(of: row)
+                    == (try settings.metrics.estimate(
+                        text: row.body, attachments: row.attachments.map {
+                            LayoutAttachment(kindName: $0.kind.rawValue, pixelWidth: $0.width, pixelHeight: $0.height)
+                        }, viewportWidth: settings.viewportWidth)))
+        }
+        #expect(try #require(timeline.layout).contentHeight == 380 + 80 + oneLine + 219.375 + 2 * settings.spacing)
+        // A wider screen: the wide picture grows with the column, the small one stays as it is.
+        timeline.settings.viewportWidth = 1024
+        #expect(timeline.estimate(of: timeline.items[2]).attachmentBoxes == [.init(shape: .media, width: 1200.0 * 320 / 900, height: 320)])
+        #expect(timeline.height(of: timeline.items[1]) == 80)
+        // A deleted message is a one-line tombstone, whatever it carried.
+        var deleted = wide
+        deleted.deleted = true
+        deleted.version = 4
+        timeline.apply(.messageUpdated(deleted))
+        #expect(timeline.height(of: timeline.items[2]) == oneLine)
+    }
+
+    /// The echo of a send with a picture is as tall as the stored message
+    /// that replaces it: nothing moves when the acknowledgement arrives.
+    @Test func anEchoWithAPictureKeepsItsHeightWhenStored() {
+        var timeline = Timeline(conversationId: History.id)
+        timeline.apply(.pageLoaded(History(count: 1).page(limit: 50)))
+        let picture = Self.picture(2000, 1000)
+        timeline.apply(.sendStarted(PendingSend(clientId: "c1", body: "sunset", sender: "alice", attachments: [picture])))
+        let echo = timeline.height(of: timeline.items[0])
+        #expect(echo == 38 + 146.25)  // 1000 * 292.5 / 2000
+        var stored = History.message(seq: 2, body: "sunset", clientId: "c1", sender: "alice")
+        stored.attachments = [picture]
+        timeline.apply(.sendAcknowledged(clientId: "c1", message: stored))
+        #expect(!timeline.items[0].isPending && timeline.height(of: timeline.items[0]) == echo)
     }
 
     @Test func afterRemovalNothingIsAskedForAndPendingSendsFail() {

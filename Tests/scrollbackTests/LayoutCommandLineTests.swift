@@ -45,7 +45,7 @@ import Testing
                 == LayoutRequest(
                     viewportHeight: 640, itemHeights: [44, 60], spacing: 8, topInset: 1, bottomInset: 2,
                     scrollOffset: 3, prefetchThreshold: 4))
-        #expect(LayoutInput(request) == LayoutInput(
+        #expect(LayoutInput(request, itemHeights: try LayoutRequests.itemHeights(for: request)) == LayoutInput(
             viewportHeight: 640, itemHeights: [44, 60], spacing: 8, topInset: 1, bottomInset: 2, scrollOffset: 3,
             prefetchThreshold: 4))
         let missing = LayoutCommandLine.Options(heights: "44")
@@ -69,6 +69,24 @@ import Testing
             Issue.record("a request without viewport_height was accepted")
         } catch {
             #expect(error.description.contains("`viewport_height` is required"), "\(error)")
+        }
+    }
+
+    /// Messages with attachments on standard input, as `POST /v1/layout` takes them.
+    @Test func itemsWithAttachmentsOnStandardInputAreEstimatedAsTheEndpointDoes() throws {
+        let json = #"""
+            {"viewport_height": 640, "spacing": 8, "items": [
+              {"text": "look", "attachments": [{"kind": "image", "width": 1200, "height": 900}]},
+              {"attachments": [{"kind": "file"}]}]}
+            """#
+        let request = try LayoutCommandLine.request(options: .init(spacing: 4)) { Data(json.utf8) }
+        #expect(request.items?.count == 2 && request.spacing == 4)
+        let layout = try LayoutCommandLine.layout(request)
+        #expect(layout.items.map(\.height) == [38 + 219.375, 56])
+        #expect(LayoutResponse(layout) == (try LayoutRequests.response(for: request)))
+        let bad = #"{"viewport_height": 640, "items": [{"attachments": [{"kind": "image", "width": -1, "height": 1}]}]}"#
+        #expect(throws: LayoutCommandLine.Failure.self) {
+            try LayoutCommandLine.layout(try LayoutCommandLine.request(options: .init()) { Data(bad.utf8) })
         }
     }
 

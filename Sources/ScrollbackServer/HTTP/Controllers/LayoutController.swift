@@ -11,9 +11,11 @@ struct LayoutController {
     }
 
     /// 200 with the layout; 400 for a body that is not the request shape
-    /// (wrong types, missing `viewport_height` or `item_heights`, numbers JSON
-    /// cannot represent as a Double such as `1e400`); 413 above 64 KiB; 422
-    /// for more than 10,000 items or a size the calculator rejects.
+    /// (wrong types, missing `viewport_height`, neither `item_heights` nor
+    /// `items`, numbers JSON cannot represent as a Double such as `1e400`);
+    /// 413 above 64 KiB; 422 for more than 10,000 items, a size the
+    /// calculator rejects, or attachments of `items` a message cannot have
+    /// (``LayoutRequestError``).
     @Sendable func layout(_ request: Request, context: ScrollbackRequestContext) async throws -> JSONBody<LayoutResponse> {
         let input = try await RequestBody.decode(LayoutRequest.self, from: request, context: context)
         let layout: LayoutResponse

@@ -3,23 +3,25 @@ import ScrollbackModels
 import ScrollbackStore
 
 /// Page hints on `GET /v1/conversations/{id}/messages`: with `viewport_height`
-/// the page carries estimated message heights (``TextMetrics``) and the
-/// layout they give; with `limit=fill` the page holds just enough messages to
-/// cover two screens.
+/// the page carries estimated message heights (``TextMetrics``: each
+/// message's text and the boxes of its attachments, from their stored pixel
+/// sizes) and the layout they give; with `limit=fill` the page holds just
+/// enough messages to cover two screens.
 ///
 /// Query parameters, all optional, all decimals written with digits, at
 /// most one decimal point and an optional exponent (no sign):
 /// - `viewport_height` (points, > 0, <= 100000) switches the hints on;
 /// - `viewport_width` (same range; default 390, an iPhone's width in points);
 /// - `font_size`, `line_height`, `average_character_width`,
-///   `horizontal_padding`, `vertical_padding`, `max_width_fraction`: the
-///   text model, defaults and ranges of ``TextMetrics/standard``;
+///   `horizontal_padding`, `vertical_padding`, `max_width_fraction`,
+///   `max_attachment_height`, `attachment_row_height`, `attachment_spacing`:
+///   the height model, defaults and ranges of ``TextMetrics/standard``;
 /// - `spacing` (gap between messages, default 8, <= 10000);
 /// - `limit=fill` (needs `viewport_height`).
 /// Every one of them except `limit` needs `viewport_height`; alone it is
 /// refused rather than silently ignored.
 struct PageHintRequest {
-    static let defaultViewportWidth = 390.0
+    static let defaultViewportWidth = LayoutRequests.defaultViewportWidth
     static let defaultSpacing = 8.0
     static let maximumViewportLength = APILimits.maxHintViewportLength
     /// `limit=fill` reads at most this many messages and never returns more.
@@ -78,14 +80,7 @@ struct PageHintRequest {
             return
         }
 
-        let standard = TextMetrics.standard
-        let metrics = TextMetrics(
-            fontSize: metricValues[.fontSize] ?? standard.fontSize,
-            lineHeight: metricValues[.lineHeight] ?? standard.lineHeight,
-            averageCharacterWidth: metricValues[.averageCharacterWidth] ?? standard.averageCharacterWidth,
-            horizontalPadding: metricValues[.horizontalPadding] ?? standard.horizontalPadding,
-            verticalPadding: metricValues[.verticalPadding] ?? standard.verticalPadding,
-            maxWidthFraction: metricValues[.maxWidthFraction] ?? standard.maxWidthFraction)
+        let metrics = TextMetrics.standard.replacing(metricValues)
         do {
             try metrics.validate()
         } catch {
@@ -121,7 +116,7 @@ struct PageHintRequest {
         var heights: [Double]
         do {
             heights = try estimation.metrics.estimatedHeights(
-                of: page.messages.map(\.body), viewportWidth: estimation.viewportWidth)
+                of: page.messages.map(LayoutMessage.init), viewportWidth: estimation.viewportWidth)
         } catch {
             throw APIError.badRequest(.invalidParameter, error.message + ".")
         }
@@ -148,7 +143,8 @@ struct PageHintRequest {
                 fontSize: metrics.fontSize, lineHeight: metrics.lineHeight,
                 averageCharacterWidth: metrics.averageCharacterWidth, horizontalPadding: metrics.horizontalPadding,
                 verticalPadding: metrics.verticalPadding, maxWidthFraction: metrics.maxWidthFraction,
-                spacing: estimation.spacing))
+                maxAttachmentHeight: metrics.maxAttachmentHeight, attachmentRowHeight: metrics.attachmentRowHeight,
+                attachmentSpacing: metrics.attachmentSpacing, spacing: estimation.spacing))
         return page
     }
 }
