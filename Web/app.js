@@ -122,7 +122,9 @@ function renderInbox() {
     const preview = document.createElement("div");
     preview.className = "preview";
     const last = conversation.last_message;
-    preview.textContent = last ? last.sender + ": " + (last.deleted ? "(deleted)" : last.body) : "no messages yet";
+    const shown = (message) => message.deleted ? "(deleted)"
+      : message.body || (message.attachments && message.attachments.length ? "📎 " + message.attachments[0].filename : "");
+    preview.textContent = last ? last.sender + ": " + shown(last) : "no messages yet";
     item.append(name, preview);
     item.addEventListener("click", () => openConversation(conversation));
     list.append(item);
@@ -197,11 +199,11 @@ function render({ pin = false, keep = null } = {}) {
   list.replaceChildren();
   const seqs = [...open.messages.keys()].sort((a, b) => a - b);
   for (const seq of seqs) list.append(messageItem(open.messages.get(seq)));
-  for (const [clientId, { body, replyTo }] of open.pending) {
+  for (const [clientId, { body, replyTo, attachments }] of open.pending) {
     const parent = replyTo ? findMessage(open, replyTo) : null;
     list.append(messageItem({
       seq: null, sender: state.user, body, client_id: clientId, pending: true,
-      reply_to: parent ? replyPreview(parent) : undefined,
+      reply_to: parent ? replyPreview(parent) : undefined, attachments,
     }));
   }
   $("older").textContent = open.hasOlder ? (open.loadingOlder ? "loading earlier messages…" : "") : "start of the conversation";
@@ -258,6 +260,7 @@ function messageItem(message) {
   if (message.deleted) text.textContent = "(deleted)";
   else text.append(...withMentions(message.body, message.sender));
   item.append(sender, text);
+  if (!message.deleted && message.attachments && message.attachments.length) item.append(attachmentsOf(message));
   if (message.edited_at && !message.deleted) {
     const edited = document.createElement("span");
     edited.className = "edited";
@@ -287,6 +290,131 @@ function messageItem(message) {
   }
   if (footer.childElementCount) item.append(footer);
   return item;
+}
+
+// MARK: Attachments
+
+/// The tallest an image is shown, as in the layout library's box model.
+const MAX_IMAGE_HEIGHT = 320;
+
+/// A message's images and files. An image's box has its final size from
+/// its recorded pixel size (the CSS below scales it down, never up, to the
+/// column and MAX_IMAGE_HEIGHT, keeping its aspect), so its bytes arriving
+/// later change no height.
+function attachmentsOf(message) {
+  const list = document.createElement("div");
+  list.className = "attachments";
+  for (const attachment of message.attachments) {
+    if ((attachment.kind === "image" || attachment.kind === "video") && attachment.width && attachment.height) {
+      const box = document.createElement("div");
+      box.className = "attachment image";
+      box.dataset.attachment = attachment.id;
+      box.dataset.width = attachment.width;
+      box.dataset.height = attachment.height;
+      const widest = (MAX_IMAGE_HEIGHT * attachment.width) / attachment.height;
+      box.style.width = `min(${attachment.width}px, 100%, ${widest}px)`;
+      box.style.aspectRatio = `${attachment.width} / ${attachment.height}`;
+      box.title = attachment.filename;
+      if (attachment.kind === "image") {
+        const image = document.createElement("img");
+        image.alt = attachment.filename;
+        box.append(image);
+        showImage(attachment, image);
+      }
+      list.append(box);
+    } else {
+      const file = button("attachment file", "📄 " + attachment.filename + " · " + sizeText(attachment.size),
+        () => downloadFile(attachment));
+      file.dataset.attachment = attachment.id;
+      list.append(file);
+    }
+  }
+  return list;
+}
+
+function sizeText(bytes) {
+  if (bytes < 1024) return bytes + " B";
+  if (bytes < 1024 * 1024) return (bytes / 1024).toFixed(1) + " KB";
+  return (bytes / 1024 / 1024).toFixed(1) + " MB";
+}
+
+/// Attachment id -> a promise of an object URL of its bytes: each is
+/// downloaded once (with the token: an <img> cannot send one), and a photo
+/// this window sent is shown from the file it picked.
+const attachmentURLs = new Map();
+
+function attachmentURL(attachment) {
+  let url = attachmentURLs.get(attachment.id);
+  if (!url) {
+    url = fetch(attachment.url, { headers: { Authorization: "Bearer " + state.token } })
+      .then((response) => {
+        if (!response.ok) throw new Error(attachment.filename + ": " + response.status);
+        return response.blob();
+      })
+      .then((blob) => URL.createObjectURL(blob));
+    url.catch(() => attachmentURLs.delete(attachment.id));
+    attachmentURLs.set(attachment.id, url);
+  }
+  return url;
+}
+
+function showImage(attachment, image) {
+  attachmentURL(attachment).then((url) => { image.src = url; }).catch(() => {});
+}
+
+async function downloadFile(attachment) {
+  try {
+    const link = document.createElement("a");
+    link.href = await attachmentURL(attachment);
+    link.download = attachment.filename;
+    link.click();
+  } catch (error) {
+    showError(error);
+  }
+}
+
+$("attach").addEventListener("click", () => state.open && $("attach-file").click());
+$("attach-file").addEventListener("change", async () => {
+  const file = $("attach-file").files[0];
+  $("attach-file").value = "";
+  if (!file || !state.open) return;
+  const open = state.open;
+  try {
+    const attachment = await uploadFile(open, file);
+    attachmentURLs.set(attachment.id, Promise.resolve(URL.createObjectURL(file)));
+    const body = $("body").value;
+    $("body").value = "";
+    const clientId = crypto.randomUUID();
+    open.pending.set(clientId, { body, replyTo: open.replyTo, attachments: [attachment] });
+    if (state.open !== open) return deliver(open, clientId);
+    keepingBottom(() => {
+      open.replyTo = null;
+      renderReplying();
+    });
+    render({ pin: true });
+    deliver(open, clientId);
+  } catch (error) {
+    showError(error);
+  }
+});
+
+/// Announces the file, sends its bytes where the server says (to itself
+/// with the token, or to an object store's presigned URL without), and
+/// answers the attachment the server made of them.
+async function uploadFile(open, file) {
+  const ticket = await api("POST", `/v1/conversations/${open.id}/uploads`, {
+    filename: file.name, content_type: file.type || "application/octet-stream", size: file.size,
+  });
+  const own = ticket.upload_url.startsWith("/");
+  const headers = Object.assign({}, ticket.headers, own ? { Authorization: "Bearer " + state.token } : {});
+  const response = await fetch(ticket.upload_url, { method: ticket.method, headers, body: file });
+  let progress = own ? await response.json() : null;
+  if (!response.ok) {
+    throw new Error(progress && progress.error ? progress.error.message : "the upload failed: " + response.status);
+  }
+  if (!own) progress = await api("GET", `/v1/conversations/${open.id}/uploads/${ticket.upload_id}`);
+  if (!progress.attachment) throw new Error(file.name + " did not arrive whole; try again");
+  return progress.attachment;
 }
 
 function button(className, label, action) {
@@ -436,6 +564,7 @@ async function deliver(open, clientId) {
   if (!pending) return;
   const frame = { body: pending.body, client_id: clientId };
   if (pending.replyTo) frame.reply_to = pending.replyTo;
+  if (pending.attachments) frame.attachments = pending.attachments.map((attachment) => attachment.id);
   if (state.socketOpen) {
     send(Object.assign({ type: "send", conversation_id: open.id }, frame));
     return;
@@ -450,9 +579,10 @@ async function deliver(open, clientId) {
   }
 }
 
-// A reply whose parent is gone (deleted meanwhile) is refused for good:
-// sending it again would not change the answer.
-const REFUSED_REPLY = new Set(["invalid_reply_to", "message_deleted"]);
+// A reply whose parent is gone (deleted meanwhile), or attachments that
+// can no longer be sent (expired), are refused for good: sending them again
+// would not change the answer.
+const REFUSED_REPLY = new Set(["invalid_reply_to", "message_deleted", "invalid_attachments"]);
 
 function refused(open, clientId) {
   const pending = open.pending.get(clientId);

@@ -8,11 +8,14 @@ import argparse
 import json
 import os
 import signal
+import struct
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
+import zlib
 
 from selenium import webdriver
 from selenium.webdriver.chrome.options import Options
@@ -45,6 +48,18 @@ class API:
         data = json.dumps(body).encode() if body is not None else None
         with urllib.request.urlopen(request, data, timeout=30) as response:
             return json.loads(response.read() or b"null")
+
+    def photo(self, conversation, filename, data, body=""):
+        """Uploads a PNG and sends it; answers the stored message."""
+        ticket = self.call("POST", f"/v1/conversations/{conversation}/uploads",
+                           {"filename": filename, "content_type": "image/png", "size": len(data)})
+        request = urllib.request.Request(self.url + ticket["upload_url"], method="PUT", data=data)
+        request.add_header("Content-Type", "image/png")
+        request.add_header("Authorization", "Bearer " + self.token)
+        with urllib.request.urlopen(request, timeout=30) as response:
+            assert json.loads(response.read())["complete"], f"{filename} was not complete"
+        return self.call("POST", f"/v1/conversations/{conversation}/messages",
+                         {"body": body, "attachments": [ticket["upload_id"]]})["message"]
 
     def conversation(self, title, members, messages):
         created = self.call("POST", "/v1/conversations", {"title": title, "members": members})
@@ -88,6 +103,17 @@ class Server:
                 self.process.wait(timeout=15)
             except subprocess.TimeoutExpired:
                 self.process.kill()
+
+
+def png(width, height, rgb):
+    """A valid PNG of one colour: small, whatever its pixel size."""
+    raw = b"".join(b"\x00" + bytes(rgb) * width for _ in range(height))
+
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(raw, 9)) + chunk(b"IEND", b""))
 
 
 def browser(width, height):
@@ -280,7 +306,7 @@ def run(url, server, screenshots):
         box = second.find_element(By.ID, "body")
         box.send_keys("hello from bob")
         sent = time.monotonic()
-        second.find_element(By.CSS_SELECTOR, "#compose button").click()
+        second.find_element(By.CSS_SELECTOR, "#compose button[type=submit]").click()
         try:
             until(first, "bob's message in alice's window",
                   lambda: any("hello from bob" in t for t in texts(first)), seconds=10)
@@ -335,7 +361,7 @@ def run(url, server, screenshots):
         check_padding(second, "reply: with the reply bar")
         second.find_element(By.ID, "body").clear()  # the "t" of the typing check
         second.find_element(By.ID, "body").send_keys("a reply from bob")
-        second.find_element(By.CSS_SELECTOR, "#compose button").click()
+        second.find_element(By.CSS_SELECTOR, "#compose button[type=submit]").click()
         reply = until(first, "bob's reply in alice's window", lambda: (row(first, 3) or {}).get("text") == "a reply from bob" and row(first, 3))
         check(reply["quote"] == ["alice", "threads message 1"],
               f"reply: alice's window shows the reply under a quote of its parent ({reply['quote']!r})")
@@ -350,7 +376,7 @@ def run(url, server, screenshots):
         check_padding(first, "thread: with the panel open")
         click(second, '#messages li[data-seq="3"] .reply', "Reply on the reply in bob's window")
         second.find_element(By.ID, "body").send_keys("another reply")
-        second.find_element(By.CSS_SELECTOR, "#compose button").click()
+        second.find_element(By.CSS_SELECTOR, "#compose button[type=submit]").click()
         until(first, "the second reply in alice's thread panel", lambda: row(first, 4, "#thread-messages"))
         shown = first.execute_script("return [...document.querySelectorAll('#thread-messages li[data-seq]')].map(i => Number(i.dataset.seq))")
         check(shown == [1, 3, 4], f"thread: the panel shows the root, then the replies oldest first, one arrived live ({shown})")
@@ -390,7 +416,7 @@ def run(url, server, screenshots):
         # Mentions: bob's own is highlighted as his, the others as mentions;
         # "a@bob" is no mention.
         first.find_element(By.ID, "body").send_keys("@bob see @carol. mail a@bob")
-        first.find_element(By.CSS_SELECTOR, "#compose button").click()
+        first.find_element(By.CSS_SELECTOR, "#compose button[type=submit]").click()
         mentioned = until(second, "alice's mention in bob's window", lambda: (row(second, 5) or {}).get("mentions"))
         check(mentioned == [["@bob", True], ["@carol", False]],
               f"mentions: bob's window highlights @bob as his and @carol as a mention ({mentioned})")
@@ -420,6 +446,123 @@ def run(url, server, screenshots):
         first.quit()
         if second:
             second.quit()
+    photos(url, screenshots)
+
+
+# Each image's box and the rows' places, read at once, with how many images
+# have their bytes: the box of a 'W x H' image must be its pixel size scaled
+# down, never up, to the column and 320 px of height, aspect kept.
+PHOTOS = """
+const viewport = document.getElementById('viewport');
+const top = viewport.getBoundingClientRect().top;
+return {
+  scrollTop: viewport.scrollTop, viewport: viewport.clientHeight, scrollHeight: viewport.scrollHeight,
+  rows: [...document.querySelectorAll('#messages li')].map(i => [i.dataset.seq || null, i.getBoundingClientRect().top - top + viewport.scrollTop]),
+  boxes: [...document.querySelectorAll('#messages .attachment.image')].map(b => {
+    const r = b.getBoundingClientRect();
+    const img = b.querySelector('img');
+    return {id: b.dataset.attachment, w: Number(b.dataset.width), h: Number(b.dataset.height), width: r.width,
+            height: r.height, column: b.parentElement.clientWidth, loaded: !!(img && img.complete && img.naturalWidth > 0)};
+  }),
+};
+"""
+
+
+def expected_box(box):
+    width = min(box["w"], box["column"], 320 * box["w"] / box["h"])
+    return width, width * box["h"] / box["w"]
+
+
+def check_boxes(what, shot):
+    wrong = [(b["w"], b["h"], round(b["width"], 1), round(b["height"], 1), [round(v, 1) for v in expected_box(b)])
+             for b in shot["boxes"]
+             if abs(b["width"] - expected_box(b)[0]) > 1 or abs(b["height"] - expected_box(b)[1]) > 1]
+    check(shot["boxes"] and not wrong,
+          f"{what}: {len(shot['boxes'])} image boxes at their final size (pixels scaled down to the column and 320 px)"
+          + (f"; wrong: {wrong}" if wrong else ""))
+
+
+def moved(before, after):
+    """Rows whose top moved by more than 1 px between two shots."""
+    tops = dict((seq, top) for seq, top in before["rows"])
+    return [(seq, round(tops[seq], 1), round(top, 1)) for seq, top in after["rows"]
+            if seq in tops and abs(tops[seq] - top) > 1]
+
+
+def photos(url, screenshots):
+    """A conversation of images opens pinned to its newest message, every
+    image in its final box before its bytes arrive, and nothing moves when
+    they do; a photo sent from one window appears in the other the same way.
+    Bob's window gets every answer 1.5 s late (Chromium's network
+    emulation), so his images arrive well after his rows are laid out."""
+    alice = API(url, "alice")
+    conversation = alice.call("POST", "/v1/conversations", {"title": "photos", "members": ["bob"]})["id"]
+    sizes = [(1600, 1200), (200, 150), (600, 2000), (1200, 500), (90, 400), (3000, 2000)]
+    for n, (w, h) in enumerate(sizes):
+        alice.call("POST", f"/v1/conversations/{conversation}/messages", {"body": f"photo {n + 1} next"})
+        alice.photo(conversation, f"photo-{n + 1}.png", png(w, h, (40 * n % 255, 120, 200)), body="" if n % 2 else f"{w}x{h}")
+
+    sender = browser(900, 700)
+    viewer = browser(900, 700)
+    try:
+        sign_in(sender, url, "alice")
+        sign_in(viewer, url, "bob")
+        viewer.execute_cdp_cmd("Network.enable", {})
+        viewer.execute_cdp_cmd("Network.emulateNetworkConditions", {
+            "offline": False, "latency": 1500, "downloadThroughput": -1, "uploadThroughput": -1})
+        viewer.find_element(By.CSS_SELECTOR, f'#conversations li[data-id="{conversation}"]').click()
+        until(viewer, "the photos' rows",
+              lambda: len(viewer.find_elements(By.CSS_SELECTOR, "#messages .attachment.image")) == len(sizes), seconds=30)
+        before = viewer.execute_script(PHOTOS)
+        waiting = sum(not b["loaded"] for b in before["boxes"])
+        check(waiting == len(sizes), f"photos: laid out before their bytes arrived ({waiting} of {len(sizes)} still loading)")
+        check_boxes("photos", before)
+        check(abs(before["scrollTop"] + before["viewport"] - before["scrollHeight"]) <= 1,
+              "photos: opens pinned to the newest message (a photo)")
+        until(viewer, "every image's bytes",
+              lambda: all(b["loaded"] for b in viewer.execute_script(PHOTOS)["boxes"]), seconds=60)
+        after = viewer.execute_script(PHOTOS)
+        check(not moved(before, after) and abs(after["scrollTop"] - before["scrollTop"]) <= 1,
+              f"photos: nothing moved when the images arrived (scrollTop {before['scrollTop']} -> {after['scrollTop']}, "
+              f"rows moved: {moved(before, after)})")
+        check(abs(after["scrollTop"] + after["viewport"] - after["scrollHeight"]) <= 1, "photos: still pinned to the newest")
+        viewer.save_screenshot(f"{screenshots}/photos.png")
+
+        # alice sends a photo from her window with the attach button.
+        open_conversation(sender, conversation, 2 * len(sizes))
+        with tempfile.NamedTemporaryFile(suffix=".png", delete=False) as file:
+            file.write(png(1000, 750, (250, 180, 30)))
+            path = file.name
+        try:
+            chooser = sender.find_element(By.ID, "attach-file")
+            sender.execute_script("arguments[0].hidden = false", chooser)
+            sender.find_element(By.ID, "body").send_keys("from the attach button")
+            chooser.send_keys(path)
+            count = len(sizes) + 1
+            until(viewer, "alice's photo in bob's window",
+                  lambda: len(viewer.execute_script(PHOTOS)["boxes"]) == count, seconds=30)
+            arrived = viewer.execute_script(PHOTOS)
+            newest = arrived["boxes"][-1]
+            check(newest["w"] == 1000 and newest["h"] == 750 and not newest["loaded"],
+                  f"live photo: appears in bob's window before its bytes ({newest['w']}x{newest['h']}, loaded: {newest['loaded']})")
+            check_boxes("live photo", arrived)
+            check(abs(arrived["scrollTop"] + arrived["viewport"] - arrived["scrollHeight"]) <= 1,
+                  "live photo: bob's window stays pinned to the newest message")
+            until(viewer, "the live photo's bytes", lambda: viewer.execute_script(PHOTOS)["boxes"][-1]["loaded"], seconds=30)
+            settled = viewer.execute_script(PHOTOS)
+            check(not moved(arrived, settled) and abs(settled["scrollTop"] - arrived["scrollTop"]) <= 1,
+                  f"live photo: nothing moved when its bytes arrived (rows moved: {moved(arrived, settled)})")
+            mine = until(sender, "alice's own photo, stored",
+                         lambda: [b for b in sender.execute_script(PHOTOS)["boxes"] if b["w"] == 1000 and b["loaded"]]
+                         and sender.execute_script(PHOTOS))
+            check_boxes("live photo in alice's window", mine)
+            texts_seen = texts(viewer)
+            check(sum("from the attach button" in t for t in texts_seen) == 1, "live photo: its caption, shown once")
+        finally:
+            os.unlink(path)
+    finally:
+        sender.quit()
+        viewer.quit()
 
 
 if __name__ == "__main__":

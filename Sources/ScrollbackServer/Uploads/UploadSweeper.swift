@@ -16,9 +16,12 @@ struct UploadSweeper: Service {
 
     func run() async throws {
         await cancelWhenGracefulShutdown {
+            // The first pass waits an interval too: at start the schema may
+            // still be migrating, and nothing expires in the first minute.
             while !Task.isCancelled {
-                await sweep()
                 try? await Task.sleep(for: options.sweepInterval)
+                if Task.isCancelled { break }
+                await sweep()
             }
         }
     }
