@@ -21,27 +21,24 @@ extension ConversationFeed {
 
     @discardableResult
     public func send(
-        _ body: String, clientId: String? = nil, completion: @escaping ScrollbackClient.Completion<ScrollbackClient.SendResult>
+        _ body: String, attachments: [Attachment] = [], clientId: String? = nil,
+        completion: @escaping ScrollbackClient.Completion<ScrollbackClient.SendResult>
     ) -> Task<Void, Never> {
-        let clientId = begin(body, clientId: clientId)
-        return client.complete(completion) { () async throws(ScrollbackError) in
-            try await self.deliver(body, clientId: clientId)
-        }
+        let pending = begin(body, attachments: attachments, clientId: clientId)
+        return client.complete(completion) { () async throws(ScrollbackError) in try await self.deliver(pending) }
     }
 
     @discardableResult
     public func retry(clientId: String, completion: @escaping ScrollbackClient.Completion<ScrollbackClient.SendResult>)
         -> Task<Void, Never>
     {
-        let body: String
+        let pending: PendingSend
         do throws(ScrollbackError) {
-            body = try beginRetry(clientId)
+            pending = try beginRetry(clientId)
         } catch {
             return Task { completion(.failure(error)) }
         }
-        return client.complete(completion) { () async throws(ScrollbackError) in
-            try await self.deliver(body, clientId: clientId)
-        }
+        return client.complete(completion) { () async throws(ScrollbackError) in try await self.deliver(pending) }
     }
 
     @discardableResult

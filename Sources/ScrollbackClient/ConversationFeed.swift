@@ -114,7 +114,7 @@ public final class ConversationFeed: Sendable {
         /// Gap fills under way: the seq each has fetched up to, and the seq it goes to.
         var fills: [Int: (reached: Int64, through: Int64)] = [:]
         /// The bodies of sends not acknowledged yet, by client id, for `retry(clientId:)`.
-        var unacknowledged: [String: String] = [:]
+        var unacknowledged: [String: PendingSend] = [:]
 
         mutating func takeId() -> Int {
             defer { nextId += 1 }
@@ -453,13 +453,16 @@ public final class ConversationFeed: Sendable {
     /// Sends a message. Its echo shows at once (`sending`), then becomes
     /// the stored message, or stays marked `failed` for `retry(clientId:)`.
     /// Every attempt carries the same `clientId` (made when nil), so the
-    /// message is stored once however often it is retried.
+    /// message is stored once however often it is retried. `attachments`
+    /// are complete uploads (`ScrollbackClient.upload`): the echo has their
+    /// boxes, so it is as tall as the message that replaces it, and `body`
+    /// may then be empty.
     @discardableResult
-    public func send(_ body: String, clientId: String? = nil) async throws(ScrollbackError)
-        -> ScrollbackClient.SendResult
+    public func send(_ body: String, attachments: [Attachment] = [], clientId: String? = nil)
+        async throws(ScrollbackError) -> ScrollbackClient.SendResult
     {
-        let clientId = begin(body, clientId: clientId)
-        return try await deliver(body, clientId: clientId)
+        let pending = begin(body, attachments: attachments, clientId: clientId)
+        return try await deliver(pending)
     }
 
     /// Sends again a send that failed (its echo shows `sending` again), with
@@ -467,8 +470,7 @@ public final class ConversationFeed: Sendable {
     /// answers with that message (`replayed`) and stores nothing more.
     @discardableResult
     public func retry(clientId: String) async throws(ScrollbackError) -> ScrollbackClient.SendResult {
-        let body = try beginRetry(clientId)
-        return try await deliver(body, clientId: clientId)
+        try await deliver(try beginRetry(clientId))
     }
 
     /// Moves this user's read marker to the newest loaded message; nil when
@@ -486,34 +488,37 @@ public final class ConversationFeed: Sendable {
         return marker
     }
 
-    /// Shows the echo of a new send; its client id.
-    func begin(_ body: String, clientId: String?) -> String {
-        let clientId = clientId ?? UUID().uuidString.lowercased()
+    /// Shows the echo of a new send.
+    func begin(_ body: String, attachments: [Attachment], clientId: String?) -> PendingSend {
+        let pending = PendingSend(
+            clientId: clientId ?? UUID().uuidString.lowercased(), body: body, sender: userId, attachments: attachments)
         core.withLockedValue { core in
-            core.unacknowledged[clientId] = body
-            apply(.sendStarted(PendingSend(clientId: clientId, body: body, sender: userId)), in: &core)
+            core.unacknowledged[pending.clientId] = pending
+            apply(.sendStarted(pending), in: &core)
         }
-        return clientId
+        return pending
     }
 
-    /// Shows a failed send as sending again; its body.
-    func beginRetry(_ clientId: String) throws(ScrollbackError) -> String {
-        let body = core.withLockedValue { core -> String? in
-            guard let body = core.unacknowledged[clientId] else { return nil }
+    /// Shows a failed send as sending again.
+    func beginRetry(_ clientId: String) throws(ScrollbackError) -> PendingSend {
+        let pending = core.withLockedValue { core -> PendingSend? in
+            guard let pending = core.unacknowledged[clientId] else { return nil }
             apply(.sendRetried(clientId: clientId), in: &core)
-            return body
+            return pending
         }
-        guard let body else {
+        guard let pending else {
             throw .notFound(code: .notFound, message: "This feed has no unacknowledged send with client id \(clientId).")
         }
-        return body
+        return pending
     }
 
     /// One send, retried by the client with its client id; the echo becomes
     /// the stored message or is marked failed.
-    func deliver(_ body: String, clientId: String) async throws(ScrollbackError) -> ScrollbackClient.SendResult {
+    func deliver(_ pending: PendingSend) async throws(ScrollbackError) -> ScrollbackClient.SendResult {
+        let clientId = pending.clientId
         do throws(ScrollbackError) {
-            let sent = try await client.send(body, to: conversationId, clientId: clientId)
+            let sent = try await client.send(
+                pending.body, to: conversationId, clientId: clientId, attachments: pending.attachments.map(\.id))
             core.withLockedValue { core in
                 core.unacknowledged[clientId] = nil
                 apply(.sendAcknowledged(clientId: clientId, message: sent.message), in: &core)

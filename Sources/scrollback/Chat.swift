@@ -239,7 +239,7 @@ actor ChatSession {
                 Chat.say("-- /attach PATH [caption], in a conversation --")
                 break
             }
-            await attach(path: words[1], caption: words.count > 2 ? words[2] : "", to: feed.conversationId)
+            await attach(path: words[1], caption: words.count > 2 ? words[2] : "", with: feed)
         case "/read":
             guard let feed else { break }
             do {
@@ -261,8 +261,9 @@ actor ChatSession {
         return true
     }
 
-    /// Uploads a file and sends it; the message comes back live like any other.
-    func attach(path: String, caption: String, to id: UUID) async {
+    /// Uploads a file and sends it through the feed (its echo shows at once).
+    func attach(path: String, caption: String, with feed: ConversationFeed) async {
+        let id = feed.conversationId
         guard let data = FileManager.default.contents(atPath: path) else {
             Chat.say("-- cannot read \(path) --")
             return
@@ -275,7 +276,7 @@ actor ChatSession {
                 progress: { report in
                     if report.sent == report.total { Chat.say("-- \(name): \(report.total) bytes uploaded --") }
                 })
-            _ = try await client.send(caption, to: id, attachments: [attachment.id])
+            try await feed.send(caption, attachments: [attachment])
         } catch {
             Chat.say("-- not sent: \(error.localizedDescription) --")
         }

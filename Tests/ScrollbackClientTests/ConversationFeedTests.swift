@@ -174,6 +174,37 @@ import Testing
         }
     }
 
+    /// A photo's echo has the photo's box: the row is as tall while it is
+    /// sent as once it is stored, so nothing moves when it is acknowledged.
+    @Test func aPhotosEchoIsAsTallAsTheStoredMessage() async throws {
+        try await LiveCluster.run { cluster in
+            let alice = Self.client(cluster, "alice", baseURL: cluster.instances[0].baseURL)
+            let id = try await alice.createConversation().id
+            let feed = ConversationFeed(client: alice, conversation: id, userId: "alice")
+            defer { feed.stop() }
+            let log = UpdateLog(feed)
+            feed.start()
+            try await until("the feed is live") { feed.state.connection == .live }
+            let photo = UploadClientTests.png(width: 1600, height: 1200, size: 4096)
+            let attachment = try await alice.upload(photo, filename: "p.png", contentType: "image/png", to: id)
+            let sent = try await feed.send("", attachments: [attachment], clientId: "photo-1")
+            #expect(sent.message.attachments == [attachment])
+            try await log.until("the stored photo") { updates in
+                updates.last.map { Self.stored("photo-1", in: $0.state) && Self.echo("photo-1", in: $0.state) == nil } ?? false
+            }
+            let timeline = feed.state.timeline
+            let echoes = log.updates.compactMap { update in
+                update.state.timeline.items.first { $0.pendingSend?.clientId == "photo-1" }
+            }
+            let echo = try #require(echoes.first, "the photo's echo was never shown")
+            let stored = try #require(timeline.items.first { $0.message?.clientId == "photo-1" })
+            #expect(echo.attachments == [attachment])
+            let echoEstimate = timeline.estimate(of: echo)
+            #expect(echoEstimate.attachmentBoxes.count == 1 && echoEstimate.height > echoEstimate.textHeight + 100)
+            #expect(echoEstimate == timeline.estimate(of: stored), "the echo and the stored photo differ in height")
+        }
+    }
+
     /// The send reaches the server but its answer is lost, and the client
     /// does not retry by itself: the echo fails. `retry` sends it again with
     /// the same client id, which finds the stored message.
