@@ -272,6 +272,7 @@ let package = Package(
                 "ScrollbackServer",
                 "ScrollbackTestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "WSClient", package: "swift-websocket"),

@@ -150,6 +150,10 @@ struct UploadCommands: Sendable {
         guard offset == upload.received else { throw Self.offsetMismatch(upload.received) }
         var position = offset
         var pending = ByteBuffer()
+        // A file sent whole in this request is hashed, and its start kept,
+        // as it streams through: inspecting it then reads nothing back. A
+        // resumed one is read back from the database once complete.
+        var seen = offset == 0 ? SeenBytes() : nil
         func flush() async throws {
             guard pending.readableBytes > 0 else { return }
             position = try await append(pending, to: upload, at: position, by: user)
@@ -160,6 +164,7 @@ struct UploadCommands: Sendable {
                 try await flush()
                 throw Self.beyondDeclaredSize(upload.size)
             }
+            seen?.take(part)
             var part = part
             while part.readableBytes > 0 {
                 let take = min(part.readableBytes, ScrollbackStore.uploadChunkBytes - pending.readableBytes)
@@ -171,7 +176,21 @@ struct UploadCommands: Sendable {
         try await flush()
         upload.received = position
         guard upload.isFilled else { return upload }
-        return try await inspect(upload, by: user)
+        return try await inspect(upload, by: user, seen: seen)
+    }
+
+    /// What a request that carries a whole file saw of it on the way in.
+    struct SeenBytes {
+        var hash = SHA256()
+        /// Its first ``UploadCommands/inspectedPrefixBytes`` bytes.
+        var prefix: [UInt8] = []
+
+        mutating func take(_ part: ByteBuffer) {
+            part.withUnsafeReadableBytes { hash.update(bufferPointer: $0) }
+            if prefix.count < UploadCommands.inspectedPrefixBytes {
+                prefix += part.readableBytesView.prefix(UploadCommands.inspectedPrefixBytes - prefix.count)
+            }
+        }
     }
 
     private func append(_ bytes: ByteBuffer, to upload: Upload, at offset: Int64, by user: UserID) async throws -> Int64 {
@@ -188,11 +207,14 @@ struct UploadCommands: Sendable {
 
     /// Reads what a whole upload is and records it; bytes that are not what
     /// the upload declared discard it.
-    func inspect(_ upload: Upload, by user: UserID) async throws -> Upload {
+    func inspect(_ upload: Upload, by user: UserID, seen: SeenBytes? = nil) async throws -> Upload {
         var prefixBytes = Self.inspectedPrefixBytes
         let found: MediaInspection
         while true {
-            let prefix = try await bytes(of: upload, from: 0, upTo: prefixBytes)
+            let prefix =
+                if let seen, prefixBytes == Self.inspectedPrefixBytes { seen.prefix } else {
+                    try await bytes(of: upload, from: 0, upTo: prefixBytes)
+                }
             let whole = Int64(prefix.count) == upload.size
             do {
                 found = try MediaInspector.inspect(prefix, isWholeFile: whole)
@@ -215,13 +237,18 @@ struct UploadCommands: Sendable {
             try await discard(upload, by: user)
             throw APIError.unprocessable(.invalidUploadContent, mismatch + " The upload was discarded.")
         }
-        var hash = SHA256()
-        var position: Int64 = 0
-        while position < upload.size {
-            let part = try await bytes(of: upload, from: position, upTo: 4 * ScrollbackStore.uploadChunkBytes)
-            guard !part.isEmpty else { throw StoreError.unavailable }
-            hash.update(data: part)
-            position += Int64(part.count)
+        var hash: SHA256
+        if let seen {
+            hash = seen.hash
+        } else {
+            hash = SHA256()
+            var position: Int64 = 0
+            while position < upload.size {
+                let part = try await bytes(of: upload, from: position, upTo: 4 * ScrollbackStore.uploadChunkBytes)
+                guard !part.isEmpty else { throw StoreError.unavailable }
+                hash.update(data: part)
+                position += Int64(part.count)
+            }
         }
         let inspection = Upload.Inspection(
             kind: AttachmentKind(found.kind), contentType: found.contentType, width: found.image?.width,
