@@ -50,6 +50,25 @@ extension ScrollbackClient {
         }
     }
 
+    @discardableResult
+    public func registerDevice(
+        _ deviceId: String, platform: DevicePlatform, token: String, completion: @escaping Completion<Device>
+    ) -> Task<Void, Never> {
+        complete(completion) { () async throws(ScrollbackError) in
+            try await registerDevice(deviceId, platform: platform, token: token)
+        }
+    }
+
+    @discardableResult
+    public func devices(completion: @escaping Completion<[Device]>) -> Task<Void, Never> {
+        complete(completion) { () async throws(ScrollbackError) in try await devices() }
+    }
+
+    @discardableResult
+    public func removeDevice(_ deviceId: String, completion: @escaping Completion<Void>) -> Task<Void, Never> {
+        complete(completion) { () async throws(ScrollbackError) in try await removeDevice(deviceId) }
+    }
+
     /// Cancel the returned task to stop the upload (`.cancelled`).
     @discardableResult
     public func upload(

@@ -253,6 +253,31 @@ public struct ScrollbackClient: Sendable {
     }
 
     /// The layout calculator of the service (the same as `ScrollbackLayout` locally).
+    // MARK: Devices
+
+    /// Registers this installation for push notifications (or gives it a
+    /// new token): `deviceId` is the app's own stable id for it.
+    public func registerDevice(_ deviceId: String, platform: DevicePlatform, token: String)
+        async throws(ScrollbackError) -> Device
+    {
+        try await retrying { () async throws(ScrollbackError) in
+            try await self.call(
+                .PUT, "/v1/devices/\(deviceId.pathEscaped)",
+                body: RegisterDeviceRequest(platform: platform.rawValue, token: token))
+        }
+    }
+
+    /// The caller's devices, most recently registered first.
+    public func devices() async throws(ScrollbackError) -> [Device] {
+        let list: DeviceList = try await call(.GET, "/v1/devices")
+        return list.devices
+    }
+
+    /// Stops push notifications to a device (signing out on it).
+    public func removeDevice(_ deviceId: String) async throws(ScrollbackError) {
+        _ = try await exchange(.DELETE, "/v1/devices/\(deviceId.pathEscaped)")
+    }
+
     public func layout(_ request: LayoutRequest) async throws(ScrollbackError) -> LayoutResponse {
         try await call(.POST, "/v1/layout", body: request)
     }

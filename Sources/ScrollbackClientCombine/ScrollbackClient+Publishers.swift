@@ -132,6 +132,22 @@ extension ScrollbackClient {
             deferred { () async throws(ScrollbackError) in try await client.mentions(before: cursor, limit: limit) }
         }
 
+        public func registerDevice(_ deviceId: String, platform: DevicePlatform, token: String)
+            -> AnyPublisher<Device, ScrollbackError>
+        {
+            deferred { () async throws(ScrollbackError) in
+                try await client.registerDevice(deviceId, platform: platform, token: token)
+            }
+        }
+
+        public func devices() -> AnyPublisher<[Device], ScrollbackError> {
+            deferred { () async throws(ScrollbackError) in try await client.devices() }
+        }
+
+        public func removeDevice(_ deviceId: String) -> AnyPublisher<Void, ScrollbackError> {
+            deferred { () async throws(ScrollbackError) in try await client.removeDevice(deviceId) }
+        }
+
         public func layout(_ request: LayoutRequest) -> AnyPublisher<LayoutResponse, ScrollbackError> {
             deferred { () async throws(ScrollbackError) in try await client.layout(request) }
         }

@@ -47,6 +47,8 @@ public struct APIErrorCode: RawRepresentable, Codable, Sendable, Hashable, CaseI
     /// No attachment with that id on a message of this conversation (or
     /// its message was deleted).
     public static let attachmentNotFound = APIErrorCode(rawValue: "attachment_not_found")
+    /// The caller has no device registered with that id.
+    public static let deviceNotFound = APIErrorCode(rawValue: "device_not_found")
     /// No such route.
     public static let notFound = APIErrorCode(rawValue: "not_found")
     /// A known route that does not take this method (the `Allow` header lists those it takes).
@@ -114,6 +116,11 @@ public struct APIErrorCode: RawRepresentable, Codable, Sendable, Hashable, CaseI
     /// repeated, or an upload that is not complete, of another user or
     /// conversation, already sent or expired.
     public static let invalidAttachments = APIErrorCode(rawValue: "invalid_attachments")
+    /// A device's `device_id`, `platform` or `token` is malformed.
+    public static let invalidDevice = APIErrorCode(rawValue: "invalid_device")
+    /// The caller has as many devices registered as a user may
+    /// (``APILimits/maxDevicesPerUser``).
+    public static let tooManyDevices = APIErrorCode(rawValue: "too_many_devices")
 
     // MARK: 5xx: our side
 
@@ -131,13 +138,15 @@ public struct APIErrorCode: RawRepresentable, Codable, Sendable, Hashable, CaseI
     public static let allCases: [APIErrorCode] = [
         .invalidJSON, .invalidField, .invalidParameter, .badRequest, .unknownFrameType,
         .unauthorized, .forbidden,
-        .conversationNotFound, .memberNotFound, .messageNotFound, .uploadNotFound, .attachmentNotFound, .notFound,
+        .conversationNotFound, .memberNotFound, .messageNotFound, .uploadNotFound, .attachmentNotFound,
+        .deviceNotFound, .notFound,
         .methodNotAllowed,
         .requestTimeout, .idempotencyConflict, .messageDeleted, .payloadTooLarge, .uploadOffsetMismatch,
         .uploadUnavailable, .rangeNotSatisfiable, .rateLimited,
         .invalidMessageBody, .invalidClientID, .invalidTitle, .invalidUserID, .invalidReadSeq, .tooManyMembers,
         .tooManyItems, .invalidLayoutInput, .invalidReplyTo, .invalidEmoji, .tooManyReactions, .notAThreadRoot,
         .invalidUpload, .invalidUploadSize, .invalidUploadContent, .tooManyUploads, .invalidAttachments,
+        .invalidDevice, .tooManyDevices,
         .internalError, .serviceUnavailable, .outcomeUnknown,
     ]
 }

@@ -93,4 +93,13 @@ public enum APILimits {
     public static let maxContentTypeLength = 127
     /// An upload's `blurhash`: at most this many characters (9 × 9 components).
     public static let maxBlurhashLength = 166
+
+    /// Devices one user may have registered for push notifications.
+    public static let maxDevicesPerUser = 20
+    /// A device's `device_id`: 1 to this many of A-Z a-z 0-9 . _ : -.
+    public static let maxDeviceIDLength = 128
+    /// A device's push `token`: 1 to this many printable ASCII characters
+    /// (an APNs token is 64 hex digits, an FCM token about 160 characters,
+    /// a web push subscription a JSON document of a few hundred).
+    public static let maxDeviceTokenLength = 4096
 }

@@ -22,6 +22,8 @@ public enum StoreError: Error, Equatable, Sendable {
     case uploadNotFound
     /// The caller has as many uploads pending as they may.
     case tooManyUploads(limit: Int)
+    /// The caller has as many devices registered as they may.
+    case tooManyDevices(limit: Int)
     /// A send's attachments are not all uploads it may carry (incomplete,
     /// of another user or conversation, expired, or sent before).
     case attachmentsUnusable

@@ -33,6 +33,7 @@ public enum StatementName: String, CaseIterable, Sendable {
     case upload
     case uploadBytes = "upload_bytes"
     case collectUploads = "collect_uploads"
+    case devices
 }
 
 /// Why the store gave up on a statement or on waiting for a connection,

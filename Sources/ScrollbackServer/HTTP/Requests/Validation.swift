@@ -69,6 +69,37 @@ enum Validation {
         return bare
     }
 
+    /// A device id chosen by the app: 1 to ``APILimits/maxDeviceIDLength``
+    /// of A-Z a-z 0-9 . _ : -.
+    static func deviceID(_ text: String) throws -> String {
+        guard (1...APILimits.maxDeviceIDLength).contains(text.utf8.count),
+            text.utf8.allSatisfy({ $0 < 0x80 && (Character(Unicode.Scalar($0)).isLetter || Character(Unicode.Scalar($0)).isNumber || ".:_-".utf8.contains($0)) })
+        else {
+            throw APIError.unprocessable(
+                .invalidDevice,
+                "The device id must be 1 to \(APILimits.maxDeviceIDLength) characters of A-Z a-z 0-9 . _ : - (got \(text.utf8.count) characters).")
+        }
+        return text
+    }
+
+    /// A device registration: a known platform and a token of printable ASCII.
+    static func device(_ request: RegisterDeviceRequest) throws -> (DevicePlatform, String) {
+        guard let platform = DevicePlatform(rawValue: request.platform) else {
+            throw APIError.unprocessable(
+                .invalidDevice,
+                "Field `platform` must be one of \(DevicePlatform.allCases.map(\.rawValue).joined(separator: ", ")) (got \(request.platform.prefix(40))).")
+        }
+        let token = request.token
+        guard (1...APILimits.maxDeviceTokenLength).contains(token.utf8.count),
+            token.utf8.allSatisfy({ (0x21...0x7E).contains($0) })
+        else {
+            throw APIError.unprocessable(
+                .invalidDevice,
+                "Field `token` must be 1 to \(APILimits.maxDeviceTokenLength) printable ASCII characters without spaces (got \(token.utf8.count) bytes).")
+        }
+        return (platform, token)
+    }
+
     /// A client-computed blurhash (https://blurha.sh).
     static func blurhash(_ text: String) throws -> String {
         do {

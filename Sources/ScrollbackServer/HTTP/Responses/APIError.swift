@@ -95,6 +95,10 @@ public struct APIError: Error, HTTPResponseError, Equatable {
                 "Field `reply_to` must be the seq of a message in this conversation; there is no message \(seq).")
         case .uploadNotFound:
             self.init(.notFound, .uploadNotFound, "You have no upload with this id in this conversation.")
+        case .tooManyDevices(let limit):
+            self.init(
+                .unprocessableContent, .tooManyDevices,
+                "You have \(limit) devices registered, the most a user may: remove one first (DELETE /v1/devices/{device_id}).")
         case .tooManyUploads(let limit):
             self.init(
                 .unprocessableContent, .tooManyUploads,

@@ -1,0 +1,58 @@
+import Foundation
+
+/// Where a device's push notifications go.
+public enum DevicePlatform: String, Codable, Sendable, Hashable, CaseIterable {
+    /// Apple Push Notification service (iOS, iPadOS, macOS).
+    case apns
+    /// Firebase Cloud Messaging (Android).
+    case fcm
+    /// Web Push (a browser's push subscription).
+    case web
+}
+
+/// A device a user registered for push notifications (`PUT /v1/devices/{device_id}`).
+public struct Device: Codable, Sendable, Hashable {
+    enum CodingKeys: String, CodingKey {
+        case deviceId = "device_id"
+        case platform, token
+        case createdAt = "created_at"
+        case updatedAt = "updated_at"
+    }
+
+    /// The app's own id for the installation (stable across token changes).
+    public var deviceId: String
+    public var platform: DevicePlatform
+    /// The platform's push token.
+    public var token: String
+    public var createdAt: Date
+    /// When the token was last registered.
+    public var updatedAt: Date
+
+    public init(deviceId: String, platform: DevicePlatform, token: String, createdAt: Date, updatedAt: Date) {
+        self.deviceId = deviceId
+        self.platform = platform
+        self.token = token
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+    }
+}
+
+/// `PUT /v1/devices/{device_id}`: the platform and its token.
+public struct RegisterDeviceRequest: Codable, Sendable, Hashable {
+    public var platform: String
+    public var token: String
+
+    public init(platform: String, token: String) {
+        self.platform = platform
+        self.token = token
+    }
+}
+
+/// `GET /v1/devices`: the caller's devices, most recently registered first.
+public struct DeviceList: Codable, Sendable, Hashable {
+    public var devices: [Device]
+
+    public init(devices: [Device]) {
+        self.devices = devices
+    }
+}

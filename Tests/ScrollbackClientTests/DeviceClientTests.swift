@@ -1,0 +1,37 @@
+import Foundation
+import ScrollbackClient
+import ScrollbackModels
+import ScrollbackTestSupport
+import Testing
+
+@Suite struct DeviceClientTests {
+    @Test func devicesAreRegisteredListedAndRemovedThroughTheKit() async throws {
+        try await LiveCluster.run { cluster in
+            let alice = ClientTests.client(cluster, "alice")
+            let token = String(repeating: "9a", count: 32)
+            let device = try await alice.registerDevice("ipad:1", platform: .apns, token: token)
+            #expect(device.deviceId == "ipad:1" && device.platform == .apns && device.token == token)
+            let viaCompletion = try await withCheckedThrowingContinuation { continuation in
+                alice.registerDevice("web-1", platform: .web, token: "https://push.example/abc") {
+                    continuation.resume(with: $0)
+                }
+            }
+            #expect(viaCompletion.platform == .web)
+            #expect(Set(try await alice.devices().map(\.deviceId)) == ["ipad:1", "web-1"])
+            try await alice.removeDevice("ipad:1")
+            #expect(try await alice.devices().map(\.deviceId) == ["web-1"])
+            do {
+                try await alice.removeDevice("ipad:1")
+                Issue.record("a device removed twice was found")
+            } catch let error as ScrollbackError {
+                #expect(error.code == .deviceNotFound)
+            }
+            do {
+                _ = try await alice.registerDevice("x", platform: .fcm, token: "with space")
+                Issue.record("a token with a space was taken")
+            } catch let error as ScrollbackError {
+                #expect(error.code == .invalidDevice)
+            }
+        }
+    }
+}

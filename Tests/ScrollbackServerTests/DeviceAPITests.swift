@@ -1,0 +1,90 @@
+import Foundation
+import HTTPTypes
+import ScrollbackModels
+import ScrollbackTestSupport
+import Testing
+
+/// Devices registered for push notifications, through the HTTP API on a
+/// real server and PostgreSQL.
+@Suite struct DeviceAPITests {
+    static func register(
+        _ server: TestServer, _ deviceID: String, as user: String, platform: String = "apns",
+        token: String = String(repeating: "ab", count: 32)
+    ) async throws -> TestServer.Reply {
+        try await server.request(
+            .put, "/v1/devices/\(deviceID)", as: user, json: RegisterDeviceRequest(platform: platform, token: token))
+    }
+
+    @Test func aDeviceIsRegisteredReplacedListedAndRemoved() async throws {
+        try await TestServer.run { server in
+            let created = try await Self.register(server, "iphone-1", as: "alice")
+            #expect(created.status == .created, "\(created.text)")
+            let device = try created.decode(Device.self)
+            #expect(device.deviceId == "iphone-1" && device.platform == .apns)
+
+            // A new token for the same device replaces the old one: 200, one device.
+            let again = try await Self.register(server, "iphone-1", as: "alice", token: String(repeating: "cd", count: 32))
+            #expect(again.status == .ok)
+            #expect(try again.decode(Device.self).createdAt == device.createdAt)
+            _ = try await Self.register(server, "pixel", as: "alice", platform: "fcm", token: "fcm:" + String(repeating: "x", count: 150))
+            let list = try await server.request(.get, "/v1/devices", as: "alice").decode(DeviceList.self)
+            #expect(list.devices.map(\.deviceId) == ["pixel", "iphone-1"])
+            #expect(list.devices.last?.token == String(repeating: "cd", count: 32))
+            // Nobody else's.
+            #expect(try await server.request(.get, "/v1/devices", as: "bob").decode(DeviceList.self).devices.isEmpty)
+            #expect(try await server.request(.delete, "/v1/devices/pixel", as: "bob").status == .notFound)
+
+            #expect(try await server.request(.delete, "/v1/devices/pixel", as: "alice").status == .noContent)
+            let gone = try await server.request(.delete, "/v1/devices/pixel", as: "alice")
+            #expect(try gone.status == .notFound && (gone.error().error.code) == .deviceNotFound)
+            #expect(try await server.request(.get, "/v1/devices", as: "alice").decode(DeviceList.self).devices.count == 1)
+        }
+    }
+
+    /// A phone signed in as bob after alice hands its token to bob: alice's
+    /// notifications must never reach it again.
+    @Test func aTokenBelongsToOneUserAtATime() async throws {
+        try await TestServer.run { server in
+            let token = String(repeating: "0f", count: 32)
+            let alices = try await Self.register(server, "phone", as: "alice", token: token)
+            let bobs = try await Self.register(server, "phone-b", as: "bob", token: token)
+            #expect(alices.status == .created && bobs.status == .created)
+            let alice = try await server.request(.get, "/v1/devices", as: "alice").decode(DeviceList.self)
+            let bob = try await server.request(.get, "/v1/devices", as: "bob").decode(DeviceList.self)
+            #expect(alice.devices.isEmpty)
+            #expect(bob.devices.map(\.token) == [token])
+        }
+    }
+
+    @Test func badDevicesAreRefusedWithWhatToFixAndTheLimitHolds() async throws {
+        try await TestServer.run { server in
+            func code(_ reply: TestServer.Reply) throws -> APIErrorCode { try reply.error().error.code }
+            #expect(try code(try await Self.register(server, "d1", as: "alice", platform: "blackberry")) == .invalidDevice)
+            #expect(try code(try await Self.register(server, "d1", as: "alice", token: "")) == .invalidDevice)
+            #expect(try code(try await Self.register(server, "d1", as: "alice", token: "has space")) == .invalidDevice)
+            let long = String(repeating: "t", count: APILimits.maxDeviceTokenLength + 1)
+            #expect(try code(try await Self.register(server, "d1", as: "alice", token: long)) == .invalidDevice)
+            let longID = String(repeating: "i", count: APILimits.maxDeviceIDLength + 1)
+            #expect(try code(try await Self.register(server, longID, as: "alice")) == .invalidDevice)
+            #expect(try code(try await Self.register(server, "bad%20id", as: "alice")) == .invalidDevice)
+            let missing = try await server.request(.put, "/v1/devices/d1", as: "alice", rawBody: #"{"platform": "apns"}"#)
+            #expect(missing.status == .badRequest)
+            #expect(try await server.request(.get, "/v1/devices").status == .unauthorized)
+            #expect(try await server.request(.get, "/v1/devices", as: "alice").decode(DeviceList.self).devices.isEmpty)
+
+            // The limit, with many registrations at once: never more than it.
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for n in 0..<(APILimits.maxDevicesPerUser + 10) {
+                    group.addTask { _ = try await Self.register(server, "d\(n)", as: "alice", token: "token-\(n)") }
+                }
+                try await group.waitForAll()
+            }
+            let devices = try await server.request(.get, "/v1/devices", as: "alice").decode(DeviceList.self).devices
+            #expect(devices.count == APILimits.maxDevicesPerUser)
+            let over = try await Self.register(server, "one-more", as: "alice", token: "token-more")
+            #expect(try over.status == .unprocessableContent && (code(over)) == .tooManyDevices)
+            // Registering a known device again is not a new one.
+            #expect(try await Self.register(server, devices[0].deviceId, as: "alice", token: "fresh").status == .ok)
+        }
+    }
+}
