@@ -65,7 +65,34 @@ import Testing
         #expect(admits("bob", one, after: 1.9), "another user's own interval")
         #expect(admits("alice", two, after: 1.9), "another conversation's own interval")
         #expect(admits("alice", one, after: 2), "the interval is over")
-        pace.forget("alice", in: one)
-        #expect(admits("alice", one, after: 2.1), "a forgotten notice starts no interval")
+        // Asking starts nothing; recording does.
+        let three = UUID()
+        #expect(pace.wouldAdmit("carol", in: three, at: start))
+        #expect(pace.wouldAdmit("carol", in: three, at: start + .seconds(0.5)), "asked, not recorded")
+        pace.record("carol", in: three, at: start + .seconds(0.5))
+        #expect(!pace.wouldAdmit("carol", in: three, at: start + .seconds(1)))
+    }
+
+    /// Two sockets of one non-member send typing at once: each is told
+    /// that the conversation is not theirs, none is dropped as paced.
+    @Test func concurrentNoticesOfANonMemberAreAllRefused() async throws {
+        try await TestDatabase.withStore { store in
+            let id = try await store.createConversation(creator: "alice", title: nil, members: []).id
+            let commands = MemberCommands(store: store, limiter: RateLimiter(limits: .off))
+            let refused = try await withThrowingTaskGroup(of: Bool.self) { group in
+                for _ in 0..<8 {
+                    group.addTask {
+                        do {
+                            try await commands.typing(in: id, by: "mallory")
+                            return false
+                        } catch StoreError.conversationNotFound {
+                            return true
+                        }
+                    }
+                }
+                return try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+            }
+            #expect(refused == 8)
+        }
     }
 }

@@ -13,8 +13,19 @@ struct MemberCommands: Sendable {
     let limiter: RateLimiter
     /// Brings the uploads a send lists up to date (see `UploadCommands.settle`).
     let uploads: UploadCommands?
-    /// This instance's typing notices (`TypingPace`), shared by both doors.
-    private let typingPace = NIOLockedValueBox(TypingPace())
+    /// This instance's typing notices, shared by both doors: the pace of
+    /// those that went out, and those on their way to the database.
+    private let typingState = NIOLockedValueBox(TypingState())
+
+    private struct TypingState {
+        var pace = TypingPace()
+        var inFlight: [TypingKey: Task<Void, any Error>] = [:]
+    }
+
+    private struct TypingKey: Hashable {
+        var conversation: UUID
+        var user: UserID
+    }
 
     init(store: ScrollbackStore, limiter: RateLimiter, uploads: UploadCommands? = nil) {
         self.store = store
@@ -47,16 +58,43 @@ struct MemberCommands: Sendable {
     /// `user` is typing. Nothing is stored; a notice within the typing
     /// interval of the user's last one in this conversation is accepted and
     /// not sent.
+    ///
+    /// Only a notice that went out starts an interval, so a non-member is
+    /// told so every time. A notice that arrives while another of the same
+    /// user and conversation is on its way (two sockets, or a socket and
+    /// HTTP, at once) shares that one's outcome: dropped if it went out,
+    /// refused as it was otherwise. The database sees one notification.
     func typing(in id: UUID, by user: UserID) async throws {
         let now = ContinuousClock.now
-        guard typingPace.withLockedValue({ $0.admits(user, in: id, at: now) }) else { return }
-        do {
-            try limiter.check(.typing, for: user)
-            guard try await store.notifyTyping(in: id, by: user) else { throw StoreError.conversationNotFound }
-        } catch {
-            // Not sent: a non-member is told so every time, not only once an interval.
-            typingPace.withLockedValue { $0.forget(user, in: id) }
-            throw error
+        let key = TypingKey(conversation: id, user: user)
+        let (store, limiter) = (self.store, self.limiter)
+        enum Step {
+            case paced
+            case join(Task<Void, any Error>)
+            case send(Task<Void, any Error>)
+        }
+        let step = typingState.withLockedValue { state -> Step in
+            if let inFlight = state.inFlight[key] { return .join(inFlight) }
+            guard state.pace.wouldAdmit(user, in: id, at: now) else { return .paced }
+            let task = Task {
+                try limiter.check(.typing, for: user)
+                guard try await store.notifyTyping(in: id, by: user) else { throw StoreError.conversationNotFound }
+            }
+            state.inFlight[key] = task
+            return .send(task)
+        }
+        switch step {
+        case .paced:
+            return
+        case .join(let task):
+            try await task.value
+        case .send(let task):
+            let outcome = await task.result
+            typingState.withLockedValue { state in
+                state.inFlight[key] = nil
+                if case .success = outcome { state.pace.record(user, in: id, at: now) }
+            }
+            try outcome.get()
         }
     }
 }

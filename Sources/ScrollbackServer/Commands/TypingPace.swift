@@ -28,16 +28,21 @@ struct TypingPace: Sendable {
     /// Whether a notice of `user` in `conversation` at `now` goes out; one
     /// that does starts a new interval.
     mutating func admits(_ user: UserID, in conversation: UUID, at now: ContinuousClock.Instant) -> Bool {
-        let key = Key(conversation: conversation, user: user)
-        if let previous = last[key], now - previous < interval { return false }
-        last[key] = now
-        if last.count > Self.sweepAbove { last = last.filter { now - $0.value < interval } }
+        guard wouldAdmit(user, in: conversation, at: now) else { return false }
+        record(user, in: conversation, at: now)
         return true
     }
 
-    /// Takes back the notice `admits` let through last: it was refused
-    /// further on (not a member, over the rate limit), so it did not go out.
-    mutating func forget(_ user: UserID, in conversation: UUID) {
-        last[Key(conversation: conversation, user: user)] = nil
+    /// Whether a notice at `now` would go out, without starting an interval
+    /// (the caller records it once it did go out).
+    func wouldAdmit(_ user: UserID, in conversation: UUID, at now: ContinuousClock.Instant) -> Bool {
+        guard let previous = last[Key(conversation: conversation, user: user)] else { return true }
+        return now - previous >= interval
+    }
+
+    /// Starts an interval at `now`: a notice went out.
+    mutating func record(_ user: UserID, in conversation: UUID, at now: ContinuousClock.Instant) {
+        last[Key(conversation: conversation, user: user)] = now
+        if last.count > Self.sweepAbove { last = last.filter { now - $0.value < interval } }
     }
 }
