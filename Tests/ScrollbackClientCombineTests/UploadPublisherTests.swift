@@ -12,14 +12,15 @@ import Testing
     /// subscription.
     @Test func anUploadPublisherReportsProgressThenItsAttachment() async throws {
         try await LiveCluster.run { cluster in
-            let alice = ScrollbackClient(baseURL: cluster.instances[0].baseURL) { try await cluster.token("alice") }
+            let requests = NIOLockedValueBox(0)
+            let alice = PublisherTests.counting(cluster, requests)
             let id = try await alice.createConversation().id
             var bytes: [UInt8] = [0x47, 0x49, 0x46, 0x38, 0x39, 0x61, 0x40, 0x01, 0xF0, 0x00, 0x00, 0x00, 0x00]
             bytes += [UInt8](repeating: 0x3B, count: ScrollbackClient.uploadPieceBytes + 10 - bytes.count)
             let publisher = alice.publishers.upload(Data(bytes), filename: "wave.gif", contentType: "image/gif", to: id)
+            let before = requests.withLockedValue { $0 }
             try await Task.sleep(for: .milliseconds(200))
-            let pending = try await alice.conversation(id)
-            #expect(pending.lastSeq == 0)
+            #expect(requests.withLockedValue { $0 } == before, "the upload started before it was subscribed")
 
             let events = NIOLockedValueBox<[UploadEvent]>([])
             let box = NIOLockedValueBox<AnyCancellable?>(nil)

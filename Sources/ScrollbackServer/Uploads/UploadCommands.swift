@@ -40,9 +40,14 @@ struct UploadCommands: Sendable {
                 uploadId: upload.id, uploadURL: Self.path(of: upload), method: "PUT",
                 headers: ["Content-Type": upload.declaredType], expiresAt: upload.expiresAt)
         }
-        let presigned = try objects.presignedUpload(
-            key: key, contentType: upload.declaredType, contentLength: upload.size,
-            expires: .seconds(max(1, Int64(upload.expiresAt.timeIntervalSinceNow.rounded(.down)))))
+        let presigned: PresignedRequest
+        do {
+            presigned = try objects.presignedUpload(
+                key: key, contentType: upload.declaredType, contentLength: upload.size,
+                expires: .seconds(max(1, Int64(upload.expiresAt.timeIntervalSinceNow.rounded(.down)))))
+        } catch {
+            throw unavailable(error)
+        }
         var headers = ["Content-Type": upload.declaredType]
         for (name, value) in presigned.headers where name.lowercased() != "content-type" && name.lowercased() != "content-length" {
             headers[name] = value
@@ -81,7 +86,7 @@ struct UploadCommands: Sendable {
     /// inspected then.
     func status(_ uploadID: UUID, in id: UUID, by user: UserID) async throws -> Upload {
         guard let upload = try await store.upload(uploadID, in: id, of: user) else { throw StoreError.uploadNotFound }
-        return try await Self.objectStoreCall { try await settle(upload, by: user) }
+        return try await objectStoreCall { try await settle(upload, by: user) }
     }
 
     /// Brings the uploads a send lists up to date before the store checks
@@ -93,19 +98,23 @@ struct UploadCommands: Sendable {
         for uploadID in uploadIDs {
             // An id that is not the user's is the store's to refuse, with the send.
             guard let upload = try await store.upload(uploadID, in: id, of: user) else { continue }
-            _ = try await Self.objectStoreCall { try await settle(upload, by: user) }
+            _ = try await objectStoreCall { try await settle(upload, by: user) }
         }
     }
 
-    /// The object store's failures as the API's 503, for both doors (the
-    /// live stream's error frame too); the cause goes to the log.
-    private static func objectStoreCall<T>(_ body: () async throws -> T) async throws -> T {
+    /// The object store's failures as the API's 503, in one place for both
+    /// doors (the live stream's error frame too); the cause goes to the log.
+    private func objectStoreCall<T>(_ body: () async throws -> T) async throws -> T {
         do {
             return try await body()
         } catch let error as ObjectStorageError {
-            Logger(label: "scrollback.uploads").error("object store call failed", metadata: ["error": "\(error)"])
-            throw APIError.objectStoreUnavailable
+            throw unavailable(error)
         }
+    }
+
+    private func unavailable(_ error: ObjectStorageError) -> APIError {
+        logger.error("object store call failed", metadata: ["error": "\(error)"])
+        return APIError.objectStoreUnavailable
     }
 
     /// An object-stored upload whose bytes are all there, inspected; one
@@ -266,9 +275,13 @@ struct UploadCommands: Sendable {
     /// `Content-Disposition` the server gives; nil for one the database holds.
     func downloadLink(to attachment: Upload, inspection: Upload.Inspection) throws -> URL? {
         guard let key = attachment.objectKey, case .objectStore(let objects) = storage else { return nil }
-        return try objects.presignedDownload(
-            key: key, expires: UploadStorage.downloadLinkLifetime, filename: attachment.filename,
-            contentType: inspection.contentType, inline: AttachmentDownload.inlineTypes.contains(inspection.contentType))
+        do {
+            return try objects.presignedDownload(
+                key: key, expires: UploadStorage.downloadLinkLifetime, filename: attachment.filename,
+                contentType: inspection.contentType, inline: AttachmentDownload.inlineTypes.contains(inspection.contentType))
+        } catch {
+            throw unavailable(error)
+        }
     }
 
     /// Why bytes that were all received are refused, or nil: whether a

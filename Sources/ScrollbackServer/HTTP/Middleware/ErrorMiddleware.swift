@@ -2,7 +2,6 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import ScrollbackModels
-import ScrollbackObjectStorage
 import ScrollbackStore
 
 /// Turns every error into the JSON error shape: ours, the store's, and those
@@ -21,9 +20,6 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             return try error.response(from: request, context: context)
         } catch let error as StoreError {
             return try APIError(error).response(from: request, context: context)
-        } catch let error as ObjectStorageError {
-            context.logger.error("object store call failed", metadata: ["error": "\(error)"])
-            return try APIError.objectStoreUnavailable.response(from: request, context: context)
         } catch let error as HTTPError {
             return try Self.translate(error, maxBodyBytes: maxBodyBytes).response(from: request, context: context)
         } catch {
