@@ -75,9 +75,17 @@ extension ScrollbackStore {
         let result: Result<T, any Error> = await withCheckedContinuation { continuation in
             first.open(continuation)
             let timer = connection.eventLoop.scheduleTask(in: .nanoseconds(limit.nanoseconds)) {
-                if first.answer(.failure(StoreError.outcomeUnknown)) {
-                    logger.warning("the proof of a commit did not answer in time: closing its connection")
-                    _ = connection.close() as EventLoopFuture<Void>
+                guard let waiting = first.take() else { return }
+                logger.warning("the proof of a commit did not answer in time: closing its connection")
+                // The caller hears only once the connection is closed: its
+                // lease then goes back to a pool that has already dropped
+                // the connection (the pool's own close callback runs first),
+                // never to a waiting request that would queue behind the
+                // query the driver never ends. A close that itself never
+                // completes is not waited for past a few seconds.
+                Task {
+                    await close(connection)
+                    waiting.resume(returning: .failure(StoreError.outcomeUnknown))
                 }
             }
             // Unstructured on purpose, as in `Deadline`: a structured child
@@ -112,15 +120,17 @@ extension ScrollbackStore {
             continuation.withLockedValue { $0 = waiting }
         }
 
-        /// Whether this was the first answer.
-        @discardableResult
-        func answer(_ result: Result<T, any Error>) -> Bool {
-            guard let waiting = continuation.withLockedValue({ waiting in
+        /// The continuation, if no answer was given yet; later answers are
+        /// then dropped, and the caller resumes it.
+        func take() -> CheckedContinuation<Result<T, any Error>, Never>? {
+            continuation.withLockedValue { waiting in
                 defer { waiting = nil }
                 return waiting
-            }) else { return false }
-            waiting.resume(returning: result)
-            return true
+            }
+        }
+
+        func answer(_ result: Result<T, any Error>) {
+            take()?.resume(returning: result)
         }
     }
 
@@ -186,7 +196,58 @@ extension ScrollbackStore {
             lease.grant()
             let start = ContinuousClock.now
             defer { metrics.ran(name, for: .now - start) }
-            return try await body(connection)
+            do {
+                return try await body(connection)
+            } catch {
+                if Self.endsConnection(error) { await Self.close(connection) }
+                throw error
+            }
+        }
+    }
+
+    /// Whether `error` says the connection is going away: its backend ended
+    /// (terminated, crashed, shut down) or the proof of a commit failed.
+    /// The server's last error can reach the query before the socket's end
+    /// reaches the pool, and a lease returned in between would hand the
+    /// dying connection to the next request, whose query the driver was
+    /// seen never to end.
+    static func endsConnection(_ error: any Error) -> Bool {
+        switch error {
+        case StoreError.outcomeUnknown:
+            return true
+        case let error as PostgresTransactionError:
+            return [error.beginError, error.closureError, error.commitError, error.rollbackError]
+                .contains { $0.map(endsConnection) ?? false }
+        case let error as PSQLError:
+            switch error.code {
+            case .serverClosedConnection, .clientClosedConnection, .uncleanShutdown, .connectionError:
+                return true
+            case .server:
+                let state = error.sqlState ?? ""
+                return state.hasPrefix("08") || state.hasPrefix("57P")
+                    || ["FATAL", "PANIC"].contains(error.serverInfo?[.severity] ?? "")
+            default:
+                return false
+            }
+        default:
+            return false
+        }
+    }
+
+    /// Closes `connection` and returns once it is closed (the pool's own
+    /// close callback, registered first, has then dropped it), or after a
+    /// few seconds when the close does not complete.
+    static func close(_ connection: PostgresConnection) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let once = NIOLockedValueBox<CheckedContinuation<Void, Never>?>(continuation)
+            @Sendable func resume() {
+                once.withLockedValue { waiting in
+                    defer { waiting = nil }
+                    return waiting
+                }?.resume()
+            }
+            (connection.close() as EventLoopFuture<Void>).whenComplete { _ in resume() }
+            connection.eventLoop.scheduleTask(in: .seconds(5)) { resume() }
         }
     }
 
