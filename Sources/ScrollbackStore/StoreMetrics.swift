@@ -34,6 +34,7 @@ public enum StatementName: String, CaseIterable, Sendable {
     case uploadBytes = "upload_bytes"
     case collectUploads = "collect_uploads"
     case devices
+    case outbox
 }
 
 /// Why the store gave up on a statement or on waiting for a connection,

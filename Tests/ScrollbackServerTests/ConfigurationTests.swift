@@ -1,5 +1,5 @@
 import ScrollbackObjectStorage
-import ScrollbackServer
+@testable import ScrollbackServer
 import ScrollbackStore
 import Testing
 
@@ -158,12 +158,54 @@ import Testing
             (["SCROLLBACK_STORAGE_URL": "s3://Bad_Bucket", "SCROLLBACK_S3_ACCESS_KEY_ID": "a", "SCROLLBACK_S3_SECRET_ACCESS_KEY": "b"], "bucket names"),
             (["SCROLLBACK_STORAGE_URL": "s3://chat-files", "SCROLLBACK_S3_ADDRESSING": "dns", "SCROLLBACK_S3_ACCESS_KEY_ID": "a", "SCROLLBACK_S3_SECRET_ACCESS_KEY": "b"], "SCROLLBACK_S3_ADDRESSING must be path or virtual"),
         ]
+        Self.expectRefused(refusals)
+    }
+
+    @Test func webhooksNeedAnHTTPURLAndASecret() throws {
+        let none = try ScrollbackConfiguration(environment: [:]).outbox
+        #expect(none.webhookURL == nil && none.retryWindow == .seconds(86_400) && none.backoffCap == .seconds(300))
+        #expect(none.deliveryTimeout == .seconds(10) && none.retention == .seconds(7 * 86_400))
+        let set = try ScrollbackConfiguration(environment: [
+            "SCROLLBACK_WEBHOOK_URL": "https://hooks.example.com/scrollback", "SCROLLBACK_WEBHOOK_SECRET": "0123456789abcdef",
+            "SCROLLBACK_WEBHOOK_TIMEOUT": "2.5", "SCROLLBACK_OUTBOX_RETRY_WINDOW": "600",
+            "SCROLLBACK_OUTBOX_BACKOFF_CAP": "30", "SCROLLBACK_OUTBOX_RETENTION": "3600",
+        ]).outbox
+        #expect(set.webhookURL == "https://hooks.example.com/scrollback" && set.webhookSecret == "0123456789abcdef")
+        #expect(set.deliveryTimeout == .milliseconds(2500) && set.retryWindow == .seconds(600))
+        #expect(set.backoffCap == .seconds(30) && set.retention == .seconds(3600))
+        let refusals: [([String: String], String)] = [
+            (["SCROLLBACK_WEBHOOK_URL": "ftp://example.com/x", "SCROLLBACK_WEBHOOK_SECRET": "0123456789abcdef"],
+             "SCROLLBACK_WEBHOOK_URL must be an http:// or https:// URL"),
+            (["SCROLLBACK_WEBHOOK_URL": "hooks.example.com", "SCROLLBACK_WEBHOOK_SECRET": "0123456789abcdef"],
+             "SCROLLBACK_WEBHOOK_URL must be an http:// or https:// URL"),
+            (["SCROLLBACK_WEBHOOK_URL": "https://example.com"], "SCROLLBACK_WEBHOOK_URL is set but SCROLLBACK_WEBHOOK_SECRET is not"),
+            (["SCROLLBACK_WEBHOOK_URL": "https://example.com", "SCROLLBACK_WEBHOOK_SECRET": "short"],
+             "SCROLLBACK_WEBHOOK_SECRET must be at least 16 bytes"),
+            (["SCROLLBACK_OUTBOX_RETRY_WINDOW": "0"], "SCROLLBACK_OUTBOX_RETRY_WINDOW must be a whole number"),
+            (["SCROLLBACK_WEBHOOK_TIMEOUT": "-1"], "SCROLLBACK_WEBHOOK_TIMEOUT must be a number of seconds"),
+        ]
+        Self.expectRefused(refusals)
+    }
+
+    @Test func theBackoffDoublesFromASecondToItsCapWithJitter() {
+        let options = OutboxOptions()
+        #expect(options.backoff(afterAttempts: 1, unit: 1) == .seconds(1))
+        #expect(options.backoff(afterAttempts: 2, unit: 1) == .seconds(2))
+        #expect(options.backoff(afterAttempts: 4, unit: 1) == .seconds(8))
+        #expect(options.backoff(afterAttempts: 4, unit: 0) == .seconds(4))
+        #expect(options.backoff(afterAttempts: 40, unit: 1) == .seconds(300))
+    }
+
+    /// Each environment is refused with a failure that says `message`.
+    static func expectRefused(_ refusals: [([String: String], String)]) {
         for (environment, message) in refusals {
             do {
                 _ = try ScrollbackConfiguration(environment: environment)
                 Issue.record("accepted \(environment)")
             } catch let failure as ScrollbackConfiguration.Failure {
                 #expect(failure.description.contains(message), "\(failure.description)")
+            } catch {
+                Issue.record("\(error)")
             }
         }
     }

@@ -28,9 +28,9 @@ public func buildApplication(
     let delivery = live ?? LiveDelivery(store: store, options: configuration.liveOptions, metrics: metrics, logger: logger)
     let limiter = RateLimiter(limits: configuration.rateLimits) { action in metrics?.rateLimited(kind: action.rawValue) }
     var storage = UploadStorage.database
-    var objectStoreClient: ObjectStoreClient?
+    var objectStoreClient: HTTPClientService?
     if let objectStorage = configuration.uploads.objectStorage {
-        let client = ObjectStoreClient(httpClient: HTTPClient(eventLoopGroupProvider: .singleton))
+        let client = HTTPClientService(httpClient: HTTPClient(eventLoopGroupProvider: .singleton))
         storage = .objectStore(S3ObjectStore(configuration: objectStorage, httpClient: client.httpClient, logger: logger))
         objectStoreClient = client
     }
@@ -74,6 +74,7 @@ public func buildApplication(
     if live == nil { app.addServices(delivery) }
     app.addServices(UploadSweeper(store: store, options: configuration.uploads, storage: storage, logger: logger))
     if let objectStoreClient { app.addServices(objectStoreClient) }
+    app.addServices(outboxServices(configuration: configuration.outbox, store: store, metrics: metrics, logger: logger))
     // The search's backfill starts once the schema is there and its
     // configuration is set; an unknown configuration stops the start.
     let (searchReady, searchReadiness) = AsyncStream<Bool>.makeStream()
@@ -113,4 +114,26 @@ public func runScrollback(
             gracefulShutdownSignals: [.sigterm, .sigint],
             logger: logger))
     try await group.run()
+}
+
+/// The outbox's workers for the sinks `configuration` names, and the HTTP
+/// client they share.
+func outboxServices(
+    configuration: OutboxOptions, store: ScrollbackStore, metrics: ScrollbackMetrics?, logger: Logger
+) -> [any Service] {
+    guard configuration.webhookURL != nil else { return [] }
+    var destinations: [any OutboxDestination] = []
+    var clientConfiguration = HTTPClient.Configuration()
+    // A receiver that redirects has not taken the event.
+    clientConfiguration.redirectConfiguration = .disallow
+    clientConfiguration.timeout.connect = .seconds(5)
+    let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: clientConfiguration)
+    if let url = configuration.webhookURL, let secret = configuration.webhookSecret {
+        destinations.append(
+            WebhookDestination(
+                url: url, secret: secret, timeout: configuration.deliveryTimeout, httpClient: client, store: store))
+    }
+    return destinations.map {
+        OutboxWorker(store: store, destination: $0, options: configuration, metrics: metrics?.outbox, logger: logger)
+    } + [HTTPClientService(httpClient: client)]
 }

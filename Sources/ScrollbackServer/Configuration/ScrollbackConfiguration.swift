@@ -55,6 +55,10 @@ public struct ScrollbackConfiguration: Sendable {
     public var liveOptions = LiveOptions()
     /// `SCROLLBACK_MAX_UPLOAD_BYTES`, `SCROLLBACK_MAX_PENDING_UPLOADS`.
     public var uploads = UploadOptions()
+    /// `SCROLLBACK_WEBHOOK_URL`, `SCROLLBACK_WEBHOOK_SECRET`,
+    /// `SCROLLBACK_WEBHOOK_TIMEOUT`, `SCROLLBACK_OUTBOX_RETRY_WINDOW`,
+    /// `SCROLLBACK_OUTBOX_BACKOFF_CAP`, `SCROLLBACK_OUTBOX_RETENTION`.
+    public var outbox = OutboxOptions()
 
     public init() {}
 
@@ -162,6 +166,23 @@ public struct ScrollbackConfiguration: Sendable {
             uploads.maxPending = try Self.integer(text, "SCROLLBACK_MAX_PENDING_UPLOADS", in: 1...100_000)
         }
         uploads.objectStorage = try Self.objectStorage(value)
+        if let text = value("SCROLLBACK_WEBHOOK_URL") {
+            outbox.webhookURL = try OutboxOptions.endpoint(text, "SCROLLBACK_WEBHOOK_URL")
+            outbox.webhookSecret = try OutboxOptions.secret(
+                value("SCROLLBACK_WEBHOOK_SECRET"), "SCROLLBACK_WEBHOOK_SECRET", for: "SCROLLBACK_WEBHOOK_URL")
+        }
+        if let text = value("SCROLLBACK_WEBHOOK_TIMEOUT") {
+            outbox.deliveryTimeout = try Self.seconds(text, "SCROLLBACK_WEBHOOK_TIMEOUT")
+        }
+        if let text = value("SCROLLBACK_OUTBOX_RETRY_WINDOW") {
+            outbox.retryWindow = .seconds(try Self.integer(text, "SCROLLBACK_OUTBOX_RETRY_WINDOW", in: 1...30 * 86_400))
+        }
+        if let text = value("SCROLLBACK_OUTBOX_BACKOFF_CAP") {
+            outbox.backoffCap = .seconds(try Self.integer(text, "SCROLLBACK_OUTBOX_BACKOFF_CAP", in: 1...86_400))
+        }
+        if let text = value("SCROLLBACK_OUTBOX_RETENTION") {
+            outbox.retention = .seconds(try Self.integer(text, "SCROLLBACK_OUTBOX_RETENTION", in: 1...365 * 86_400))
+        }
         if databaseURL != nil && jwtSecret == nil {
             throw Failure(
                 """

@@ -20,6 +20,7 @@ public final class ScrollbackMetrics: Sendable {
     public let factory: PrometheusMetricsFactory
     let http: HTTPMetrics
     let live: LiveMetrics
+    let outbox: OutboxMetrics
     private let rateLimits: LabeledCounters
     private let refusals: LabeledCounters
 
@@ -43,6 +44,7 @@ public final class ScrollbackMetrics: Sendable {
         self.factory = factory
         http = HTTPMetrics(factory: factory)
         live = LiveMetrics(factory: factory)
+        outbox = OutboxMetrics(factory: factory)
         rateLimits = LabeledCounters("scrollback_rate_limited_total", label: "kind", Self.rateLimitKinds, factory)
         refusals = LabeledCounters(
             "scrollback_refused_connections_total", label: "kind", Self.connectionKinds, factory)

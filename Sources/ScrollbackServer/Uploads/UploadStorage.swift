@@ -60,9 +60,9 @@ enum UploadStorage: Sendable {
     }
 }
 
-/// The HTTP client of the object store, shut down when the service group
-/// stops.
-struct ObjectStoreClient: Service {
+/// An HTTP client of the server's own (the object store's, the outbox's),
+/// shut down when the service group stops.
+struct HTTPClientService: Service {
     let httpClient: HTTPClient
 
     func run() async throws {

@@ -1,0 +1,144 @@
+import Foundation
+
+/// One event as a webhook receives it: the body of each POST.
+///
+/// `id` is the same on every attempt of the event (receivers drop
+/// repeats by it); events of one conversation arrive in the order they
+/// happened (`version` order for the versioned ones). `data` is the wire
+/// object the API returns for what the event is about, as stored when the
+/// event is delivered: a message deleted since has no body.
+public struct WebhookEvent: Codable, Sendable, Equatable {
+    enum CodingKeys: String, CodingKey {
+        case id, type, version, seq, data
+        case createdAt = "created_at"
+        case conversationId = "conversation_id"
+    }
+
+    public var id: String
+    public var type: EventType
+    public var createdAt: Date
+    public var conversationId: UUID
+    /// The conversation's version the change took (messages and their
+    /// reactions, and new conversations); nil for members and read markers.
+    public var version: Int64?
+    /// The message's seq, or the read marker's.
+    public var seq: Int64?
+    public var data: EventData
+
+    public init(
+        id: String, type: EventType, createdAt: Date, conversationId: UUID, version: Int64?, seq: Int64?,
+        data: EventData
+    ) {
+        self.id = id
+        self.type = type
+        self.createdAt = createdAt
+        self.conversationId = conversationId
+        self.version = version
+        self.seq = seq
+        self.data = data
+    }
+
+    public enum EventType: String, Codable, Sendable, CaseIterable {
+        case messageCreated = "message.created"
+        case messageEdited = "message.edited"
+        case messageDeleted = "message.deleted"
+        case reactionChanged = "reaction.changed"
+        case memberAdded = "member.added"
+        case memberRemoved = "member.removed"
+        case readMoved = "read.moved"
+        case conversationCreated = "conversation.created"
+    }
+
+    /// What an event is about.
+    public enum EventData: Sendable, Equatable {
+        /// `message.*` and `reaction.changed`: the message (every `me` false).
+        case message(Message)
+        /// `member.added`, `member.removed`, `read.moved`.
+        case member(MemberEventData)
+        /// `conversation.created`.
+        case conversation(ConversationEventData)
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        id = try container.decode(String.self, forKey: .id)
+        type = try container.decode(EventType.self, forKey: .type)
+        createdAt = try container.decode(Date.self, forKey: .createdAt)
+        conversationId = try container.decode(UUID.self, forKey: .conversationId)
+        version = try container.decodeIfPresent(Int64.self, forKey: .version)
+        seq = try container.decodeIfPresent(Int64.self, forKey: .seq)
+        switch type {
+        case .messageCreated, .messageEdited, .messageDeleted, .reactionChanged:
+            data = .message(try container.decode(Message.self, forKey: .data))
+        case .memberAdded, .memberRemoved, .readMoved:
+            data = .member(try container.decode(MemberEventData.self, forKey: .data))
+        case .conversationCreated:
+            data = .conversation(try container.decode(ConversationEventData.self, forKey: .data))
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id, forKey: .id)
+        try container.encode(type, forKey: .type)
+        try container.encode(createdAt, forKey: .createdAt)
+        // Lowercase, as every id the API writes.
+        try container.encode(conversationId.uuidString.lowercased(), forKey: .conversationId)
+        try container.encode(version, forKey: .version)
+        try container.encode(seq, forKey: .seq)
+        switch data {
+        case .message(let message): try container.encode(message, forKey: .data)
+        case .member(let member): try container.encode(member, forKey: .data)
+        case .conversation(let conversation): try container.encode(conversation, forKey: .data)
+        }
+    }
+}
+
+/// The member an event is about; `read_seq` on `read.moved`.
+public struct MemberEventData: Codable, Sendable, Equatable {
+    enum CodingKeys: String, CodingKey {
+        case userId = "user_id"
+        case readSeq = "read_seq"
+    }
+
+    public var userId: String
+    public var readSeq: Int64?
+
+    public init(userId: String, readSeq: Int64? = nil) {
+        self.userId = userId
+        self.readSeq = readSeq
+    }
+}
+
+/// A new conversation: who created it, with what title and members (as
+/// stored when the event is delivered).
+public struct ConversationEventData: Codable, Sendable, Equatable {
+    enum CodingKeys: String, CodingKey {
+        case id, title, members
+        case createdBy = "created_by"
+        case createdAt = "created_at"
+    }
+
+    public var id: UUID
+    public var title: String?
+    public var createdBy: String
+    public var createdAt: Date
+    public var members: [String]
+
+    public init(id: UUID, title: String?, createdBy: String, createdAt: Date, members: [String]) {
+        self.id = id
+        self.title = title
+        self.createdBy = createdBy
+        self.createdAt = createdAt
+        self.members = members
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id.uuidString.lowercased(), forKey: .id)
+        try container.encode(title, forKey: .title)
+        try container.encode(createdBy, forKey: .createdBy)
+        try container.encode(createdAt, forKey: .createdAt)
+        try container.encode(members, forKey: .members)
+    }
+}

@@ -1,0 +1,124 @@
+import AsyncHTTPClient
+import Foundation
+import Logging
+import NIOCore
+import NIOHTTP1
+import ScrollbackModels
+import ScrollbackStore
+
+/// The webhook receiver (`SCROLLBACK_WEBHOOK_URL`): one signed POST per
+/// event, `WebhookEvent` as JSON, with `Scrollback-Event-Id` (the same on
+/// every attempt), `Scrollback-Attempt` and `Scrollback-Signature`. A 2xx
+/// within the deadline is success; anything else (another status, a
+/// redirect, no answer in time, no connection) is a failed attempt.
+struct WebhookDestination: OutboxDestination {
+    let sink = OutboxSink.webhook
+    let url: String
+    let secret: String
+    let timeout: Duration
+    let httpClient: HTTPClient
+    let store: ScrollbackStore
+
+    func deliver(_ events: [OutboxEvent], delivered: @Sendable (OutboxEvent) async throws -> Void) async throws
+        -> DeliveryFailure?
+    {
+        let data: OutboxEventData
+        do {
+            data = try await OutboxEventData.load(for: events, from: store)
+        } catch {
+            return DeliveryFailure(event: events[0], reason: "the event's data could not be read: \(error)")
+        }
+        for event in events {
+            let body: [UInt8]
+            do {
+                body = try data.webhookBody(of: event)
+            } catch {
+                return DeliveryFailure(event: event, reason: "\(error)")
+            }
+            if let reason = await post(body, of: event) { return DeliveryFailure(event: event, reason: reason) }
+            try await delivered(event)
+        }
+        return nil
+    }
+
+    /// Nil on success, else why not.
+    func post(_ body: [UInt8], of event: OutboxEvent) async -> String? {
+        var request = HTTPClientRequest(url: url)
+        request.method = .POST
+        request.headers.add(name: "Content-Type", value: "application/json")
+        request.headers.add(name: "User-Agent", value: "Scrollback-Webhooks/1")
+        request.headers.add(name: "Scrollback-Event-Id", value: "\(event.event)")
+        request.headers.add(name: "Scrollback-Event-Type", value: event.type)
+        request.headers.add(name: "Scrollback-Attempt", value: "\(event.attempts + 1)")
+        request.headers.add(
+            name: WebhookSignature.header,
+            value: WebhookSignature.sign(body, secret: secret, timestamp: Int(Date().timeIntervalSince1970)))
+        request.body = .bytes(ByteBuffer(bytes: body))
+        do {
+            let response = try await httpClient.execute(request, timeout: .milliseconds(Int64(timeout / .milliseconds(1))))
+            // Read (and drop) what the receiver said, within the deadline's spirit.
+            _ = try? await response.body.collect(upTo: 64 * 1024)
+            guard (200..<300).contains(response.status.code) else {
+                return "the receiver answered \(response.status.code)"
+            }
+            return nil
+        } catch {
+            return "no answer: \(error)"
+        }
+    }
+}
+
+/// What the events of one conversation carry, read once for all of them:
+/// the messages they name and, for a new conversation, the conversation.
+struct OutboxEventData: Sendable {
+    var messages: [Int64: Message] = [:]
+    var conversation: ConversationEventData?
+
+    static func load(for events: [OutboxEvent], from store: ScrollbackStore) async throws -> OutboxEventData {
+        guard let first = events.first else { return OutboxEventData() }
+        var data = OutboxEventData()
+        let seqs = events.filter { $0.type.hasPrefix("message.") || $0.type == "reaction.changed" }.compactMap(\.seq)
+        data.messages = try await store.messages(in: first.conversationID, at: Array(Set(seqs)))
+        if events.contains(where: { $0.type == "conversation.created" }) {
+            data.conversation = try await store.conversationForEvent(first.conversationID)
+        }
+        return data
+    }
+
+    struct Missing: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// The event as a webhook's body.
+    func webhookEvent(of event: OutboxEvent) throws -> WebhookEvent {
+        guard let type = WebhookEvent.EventType(rawValue: event.type) else {
+            throw Missing(description: "an event of an unknown type \(event.type)")
+        }
+        let payload: WebhookEvent.EventData
+        switch type {
+        case .messageCreated, .messageEdited, .messageDeleted, .reactionChanged:
+            guard let seq = event.seq, let message = messages[seq] else {
+                throw Missing(description: "the message of event \(event.event) is not stored")
+            }
+            payload = .message(message)
+        case .memberAdded, .memberRemoved:
+            payload = .member(MemberEventData(userId: event.user?.rawValue ?? ""))
+        case .readMoved:
+            payload = .member(MemberEventData(userId: event.user?.rawValue ?? "", readSeq: event.seq))
+        case .conversationCreated:
+            guard let conversation else {
+                throw Missing(description: "the conversation of event \(event.event) is not stored")
+            }
+            payload = .conversation(conversation)
+        }
+        return WebhookEvent(
+            id: "\(event.event)", type: type, createdAt: event.createdAt, conversationId: event.conversationID,
+            version: event.version, seq: event.seq, data: payload)
+    }
+
+    func webhookBody(of event: OutboxEvent) throws -> [UInt8] {
+        Array(try Self.encoder.encode(webhookEvent(of: event)))
+    }
+
+    private static let encoder = ScrollbackJSON.encoder()
+}

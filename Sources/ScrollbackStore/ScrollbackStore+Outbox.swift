@@ -1,0 +1,240 @@
+import Foundation
+import PostgresNIO
+import ScrollbackModels
+
+/// A destination of the outbox's events (`sql/013_outbox.sql`).
+public enum OutboxSink: String, Sendable, CaseIterable {
+    case webhook
+    case push
+}
+
+/// One event of the outbox for one sink, as a worker claimed it.
+public struct OutboxEvent: Sendable, Equatable {
+    /// The row: the order of delivery within a conversation.
+    public var row: Int64
+    /// The event's id, the same for every sink and attempt.
+    public var event: Int64
+    /// `message.created`, `message.edited`, `message.deleted`,
+    /// `reaction.changed`, `member.added`, `member.removed`, `read.moved`,
+    /// `conversation.created`.
+    public var type: String
+    public var conversationID: UUID
+    public var seq: Int64?
+    public var version: Int64?
+    /// The sender, the member added or removed, the reader, the creator.
+    public var user: UserID?
+    public var createdAt: Date
+    /// Attempts made before this one.
+    public var attempts: Int
+    /// Recipients a push event reached in earlier attempts.
+    public var doneUsers: [String]
+}
+
+/// How many events of a sink wait, and how many gave up.
+public struct OutboxCounts: Sendable, Equatable {
+    public var pending: Int64
+    public var dead: Int64
+    /// Seconds the oldest pending event has waited (0 when none waits).
+    public var oldestPendingSeconds: Double
+}
+
+extension ScrollbackStore {
+    /// Makes `sink` receive the events written from now on (an instance
+    /// configured with it calls this at start; registering twice is harmless).
+    public func registerOutboxSink(_ sink: OutboxSink) async throws {
+        _ = try await rows(
+            "INSERT INTO outbox_sinks (name) VALUES (\(sink.rawValue)) ON CONFLICT DO NOTHING",
+            writes: true, as: .outbox)
+    }
+
+    /// The sinks events are written for.
+    public func outboxSinks() async throws -> [OutboxSink] {
+        try await rows("SELECT name FROM outbox_sinks ORDER BY name", writes: false, as: .outbox)
+            .compactMap { OutboxSink(rawValue: try $0.decode(String.self)) }
+    }
+
+    /// Claims up to `limit` due events of `sink` for `lease`: each the first
+    /// undelivered event of its conversation, or one after such an event
+    /// that this claim also took, in row order. No other worker takes them
+    /// until the lease ends (a worker that dies gives its events back when
+    /// it does). Claims of one sink run one at a time (an advisory lock), so
+    /// two workers never hold events of one conversation at once.
+    public func claimOutbox(_ sink: OutboxSink, limit: Int, lease: Duration) async throws -> [OutboxEvent] {
+        let leaseSeconds = Double(lease.nanoseconds) / 1e9
+        return try await withTransaction(as: .outbox) { [logger] connection in
+            _ = try await connection.query(
+                "SELECT pg_advisory_xact_lock(hashtext('scrollback.outbox'), hashtext(\(sink.rawValue)))",
+                logger: logger
+            ).collect()
+            let rows = try await connection.query(
+                """
+                UPDATE outbox o SET leased_until = clock_timestamp() + make_interval(secs => \(leaseSeconds))
+                FROM (
+                    SELECT c.id FROM outbox c
+                    WHERE c.sink = \(sink.rawValue) AND c.state = 'pending' AND c.next_attempt_at <= clock_timestamp()
+                      AND (c.leased_until IS NULL OR c.leased_until < clock_timestamp())
+                      AND NOT EXISTS (
+                          SELECT 1 FROM outbox p
+                          WHERE p.sink = c.sink AND p.state = 'pending' AND p.conversation_id = c.conversation_id
+                            AND p.id < c.id
+                            AND (p.next_attempt_at > clock_timestamp() OR p.leased_until >= clock_timestamp()))
+                    ORDER BY c.id LIMIT \(limit)
+                    FOR UPDATE SKIP LOCKED
+                ) picked
+                WHERE o.id = picked.id
+                RETURNING o.id, o.event, o.type, o.conversation_id, o.seq, o.version, o.user_id, o.created_at,
+                          o.attempts, o.done_users
+                """,
+                logger: logger
+            ).collect()
+            return try rows.map { row in
+                let (id, event, type, conversation, seq, version, user, createdAt, attempts, done) = try row.decode(
+                    (Int64, Int64, String, UUID, Int64?, Int64?, String?, Date, Int32, [String]?).self)
+                return OutboxEvent(
+                    row: id, event: event, type: type, conversationID: conversation, seq: seq, version: version,
+                    user: user.map(UserID.init(rawValue:)), createdAt: createdAt, attempts: Int(attempts),
+                    doneUsers: done ?? [])
+            }.sorted { $0.row < $1.row }
+        }
+    }
+
+    /// Marks claimed events delivered, and extends the lease of `renewing`
+    /// (the claimed events still to go) by `lease` from now.
+    public func outboxDelivered(_ rows: [Int64], renewing: [Int64] = [], lease: Duration = .zero) async throws {
+        guard !rows.isEmpty else { return }
+        let leaseSeconds = Double(lease.nanoseconds) / 1e9
+        _ = try await self.rows(
+            """
+            UPDATE outbox SET
+                state = CASE WHEN id = ANY(\(rows)) THEN 'delivered' ELSE state END,
+                finished_at = CASE WHEN id = ANY(\(rows)) THEN clock_timestamp() END,
+                attempts = attempts + CASE WHEN id = ANY(\(rows)) THEN 1 ELSE 0 END,
+                leased_until = CASE WHEN id = ANY(\(rows)) THEN NULL
+                                    ELSE clock_timestamp() + make_interval(secs => \(leaseSeconds)) END
+            WHERE id = ANY(\(rows + renewing)) AND state = 'pending'
+            """,
+            writes: true, as: .outbox)
+    }
+
+    /// Records a failed attempt of a claimed event: it is tried again after
+    /// `retryAfter`, or, once `window` has passed since the event was
+    /// written, it is dead (metrics count it; `replayOutbox` brings it back).
+    /// `done` adds recipients a push reached before the failure. Answers
+    /// whether the event is now dead.
+    @discardableResult
+    public func outboxFailed(
+        _ row: Int64, error: String, retryAfter: Duration, window: Duration, done: [String] = []
+    ) async throws -> Bool {
+        let retrySeconds = Double(retryAfter.nanoseconds) / 1e9
+        let windowSeconds = Double(window.nanoseconds) / 1e9
+        let rows = try await rows(
+            """
+            UPDATE outbox SET
+                attempts = attempts + 1, last_error = left(\(error), 500), leased_until = NULL,
+                done_users = CASE WHEN cardinality(\(done)::text[]) = 0 THEN done_users
+                                  ELSE COALESCE(done_users, '{}') || \(done)::text[] END,
+                next_attempt_at = clock_timestamp() + make_interval(secs => \(retrySeconds)),
+                state = CASE WHEN created_at + make_interval(secs => \(windowSeconds))
+                                  < clock_timestamp() + make_interval(secs => \(retrySeconds))
+                             THEN 'dead' ELSE 'pending' END,
+                finished_at = CASE WHEN created_at + make_interval(secs => \(windowSeconds))
+                                        < clock_timestamp() + make_interval(secs => \(retrySeconds))
+                                   THEN clock_timestamp() END
+            WHERE id = \(row) AND state = 'pending'
+            RETURNING state = 'dead'
+            """,
+            writes: true, as: .outbox)
+        return try rows.first?.decode(Bool.self) ?? false
+    }
+
+    /// Gives claimed events back without an attempt (a worker stopping, or
+    /// a conversation whose earlier event just failed).
+    public func outboxRelease(_ rows: [Int64]) async throws {
+        guard !rows.isEmpty else { return }
+        _ = try await self.rows(
+            "UPDATE outbox SET leased_until = NULL WHERE id = ANY(\(rows)) AND state = 'pending'",
+            writes: true, as: .outbox)
+    }
+
+    /// Makes dead events of `sink` pending again, due now (all of them, or
+    /// those of `events`). Answers how many.
+    public func replayOutbox(_ sink: OutboxSink, events: [Int64]? = nil) async throws -> Int {
+        let rows = try await rows(
+            """
+            UPDATE outbox SET state = 'pending', attempts = 0, next_attempt_at = clock_timestamp(),
+                              finished_at = NULL, leased_until = NULL, last_error = NULL
+            WHERE sink = \(sink.rawValue) AND state = 'dead'
+              AND (\(events == nil) OR event = ANY(\(events ?? [])))
+            RETURNING 1
+            """,
+            writes: true, as: .outbox)
+        return rows.count
+    }
+
+    /// Deletes up to `limit` events delivered or dead more than `retention`
+    /// ago. Answers how many.
+    public func pruneOutbox(retention: Duration, limit: Int) async throws -> Int {
+        let seconds = Double(retention.nanoseconds) / 1e9
+        let rows = try await rows(
+            """
+            DELETE FROM outbox WHERE id IN (
+                SELECT id FROM outbox
+                WHERE state <> 'pending' AND finished_at < clock_timestamp() - make_interval(secs => \(seconds))
+                LIMIT \(limit))
+            RETURNING 1
+            """,
+            writes: true, as: .outbox)
+        return rows.count
+    }
+
+    /// The pending and dead events of `sink`.
+    public func outboxCounts(_ sink: OutboxSink) async throws -> OutboxCounts {
+        let rows = try await rows(
+            """
+            SELECT count(*) FILTER (WHERE state = 'pending'),
+                   count(*) FILTER (WHERE state = 'dead'),
+                   COALESCE(extract(epoch FROM clock_timestamp() - min(created_at) FILTER (WHERE state = 'pending')), 0)::float8
+            FROM outbox WHERE sink = \(sink.rawValue) AND state <> 'delivered'
+            """,
+            writes: false, as: .outbox)
+        guard let row = rows.first else { return OutboxCounts(pending: 0, dead: 0, oldestPendingSeconds: 0) }
+        let (pending, dead, oldest) = try row.decode((Int64, Int64, Double).self)
+        return OutboxCounts(pending: pending, dead: dead, oldestPendingSeconds: oldest)
+    }
+
+    /// The messages of conversation `id` at `seqs` as they are stored now,
+    /// for no reader in particular (every `me` false): what an event about
+    /// them carries. A message deleted since carries no body.
+    public func messages(in id: UUID, at seqs: [Int64]) async throws -> [Int64: Message] {
+        guard !seqs.isEmpty else { return [:] }
+        let rows = try await rows(
+            """
+            SELECT \(unescaped: MessageRow.positional("m", conversation: "m.conversation_id", readers: "ARRAY[]::text[]"))
+            FROM messages m WHERE m.conversation_id = \(id) AND m.seq = ANY(\(seqs))
+            """,
+            writes: false, as: .outbox)
+        var messages: [Int64: Message] = [:]
+        for row in rows {
+            var reader = RowReader(row)
+            if let message = try MessageRow.message(reader.rawMessage(), conversation: id, personal: false) {
+                messages[message.seq] = message
+            }
+        }
+        return messages
+    }
+
+    /// Conversation `id` as a `conversation.created` event carries it: its
+    /// creator, title and members as stored now; nil when there is none.
+    public func conversationForEvent(_ id: UUID) async throws -> ConversationEventData? {
+        let rows = try await rows(
+            """
+            SELECT c.title, c.created_by, c.created_at,
+                   ARRAY(SELECT user_id FROM members WHERE conversation_id = c.id ORDER BY user_id)
+            FROM conversations c WHERE c.id = \(id)
+            """,
+            writes: false, as: .outbox)
+        guard let row = rows.first else { return nil }
+        let (title, creator, createdAt, members) = try row.decode((String?, String, Date, [String]).self)
+        return ConversationEventData(id: id, title: title, createdBy: creator, createdAt: createdAt, members: members)
+    }
+}

@@ -1,0 +1,178 @@
+import Foundation
+import NIOConcurrencyHelpers
+import PostgresNIO
+import ScrollbackModels
+import ScrollbackStore
+import ScrollbackTestSupport
+import Testing
+
+/// The outbox's rows are written by the change's own transaction, and
+/// claims hand each conversation's events to one worker at a time, in order.
+@Suite struct OutboxStoreTests {
+    static func events(_ store: ScrollbackStore) async throws -> [String] {
+        try await store.values(String.self, "SELECT type || ':' || sink FROM outbox ORDER BY id")
+    }
+
+    @Test func withoutASinkNothingIsWritten() async throws {
+        try await TestDatabase.withStore { store in
+            let conversation = try await store.createConversation(creator: "alice", title: nil, members: ["bob"])
+            _ = try await store.send(to: conversation.id, from: "alice", body: "hi", clientID: nil)
+            #expect(try await Self.events(store).isEmpty)
+        }
+    }
+
+    /// One row per registered sink, written with the change; the event id
+    /// is shared by the sinks.
+    @Test func eachSinkGetsEveryEventUnderOneID() async throws {
+        try await TestDatabase.withStore { store in
+            try await store.registerOutboxSink(.webhook)
+            try await store.registerOutboxSink(.push)
+            try await store.registerOutboxSink(.webhook)
+            let conversation = try await store.createConversation(creator: "alice", title: nil, members: [])
+            _ = try await store.send(to: conversation.id, from: "alice", body: "hi", clientID: nil)
+            #expect(
+                try await Self.events(store) == [
+                    "conversation.created:push", "conversation.created:webhook", "member.added:push",
+                    "member.added:webhook", "message.created:push", "message.created:webhook",
+                ])
+            let shared = try await store.values(Int.self, "SELECT count(DISTINCT sink) FROM outbox GROUP BY event")
+            #expect(shared == [2, 2, 2])
+        }
+    }
+
+    /// A change refused or rolled back leaves no event: a non-member's
+    /// send, a send whose transaction is rolled back after it stored the
+    /// message, a repeated client id.
+    @Test func aChangeThatDidNotCommitHasNoEvent() async throws {
+        try await TestDatabase.withStore { store in
+            try await store.registerOutboxSink(.webhook)
+            let conversation = try await store.createConversation(creator: "alice", title: nil, members: [])
+            let before = try await Self.events(store)
+            await #expect(throws: StoreError.self) {
+                _ = try await store.send(to: conversation.id, from: "mallory", body: "no", clientID: nil)
+            }
+            _ = try await store.send(to: conversation.id, from: "alice", body: "once", clientID: "c1")
+            _ = try await store.send(to: conversation.id, from: "alice", body: "once", clientID: "c1")
+            try await TestDatabase.otherConnection(to: store) { connection in
+                _ = try await connection.query("BEGIN", logger: .init(label: "test"))
+                _ = try await connection.query(
+                    """
+                    WITH c AS (UPDATE conversations SET last_seq = last_seq + 1, version = version + 1
+                               WHERE id = \(conversation.id) RETURNING id, last_seq, version)
+                    INSERT INTO messages (conversation_id, seq, sender, body, version)
+                    SELECT id, last_seq, 'alice', 'rolled back', version FROM c
+                    """, logger: .init(label: "test"))
+                let inside = try await connection.query(
+                    "SELECT count(*) FROM outbox WHERE type = 'message.created'", logger: .init(label: "test")
+                ).collect().first?.decode(Int.self)
+                #expect(inside == 2, "the event is written inside the change's transaction")
+                _ = try await connection.query("ROLLBACK", logger: .init(label: "test"))
+            }
+            #expect(try await Self.events(store) == before + ["message.created:webhook"])
+        }
+    }
+
+    /// Sends stored as one group (one statement) write one event each, in
+    /// seq order.
+    @Test func aGroupOfSendsWritesAnEventPerMessage() async throws {
+        try await TestDatabase.withStore { store in
+            try await store.registerOutboxSink(.webhook)
+            let conversation = try await store.createConversation(creator: "alice", title: nil, members: ["bob"])
+            _ = try await store.values(
+                Int64.self,
+                """
+                SELECT seq FROM store_sends(
+                    ARRAY[\(conversation.id), \(conversation.id), \(conversation.id)]::uuid[],
+                    ARRAY['alice', 'bob', 'alice'], ARRAY['a', 'b', 'c'], ARRAY[NULL, NULL, NULL]::text[],
+                    ARRAY[NULL, NULL, NULL]::bigint[], '{}'::uuid[], '{}'::integer[], 3)
+                """)
+            let seqs = try await store.values(
+                Int64.self, "SELECT seq FROM outbox WHERE type = 'message.created' ORDER BY id")
+            #expect(seqs == [1, 2, 3])
+        }
+    }
+
+    /// Two workers claiming at once never hold events of one conversation
+    /// together, take each event once, and get each conversation's events
+    /// in order; an event failing holds its conversation back.
+    @Test func claimsKeepConversationsWithOneWorkerInOrder() async throws {
+        try await TestDatabase.withStore { store in
+            try await store.registerOutboxSink(.webhook)
+            var conversations: [UUID] = []
+            for _ in 0..<6 {
+                let conversation = try await store.createConversation(creator: "alice", title: nil, members: [])
+                conversations.append(conversation.id)
+                for index in 0..<5 {
+                    _ = try await store.send(to: conversation.id, from: "alice", body: "m\(index)", clientID: nil)
+                }
+            }
+            let delivered = NIOLockedValueBox<[UUID: [Int64]]>([:])
+            let holders = NIOLockedValueBox<[UUID: Int]>([:])
+            let overlaps = NIOLockedValueBox(0)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for worker in 0..<3 {
+                    group.addTask {
+                        var idle = 0
+                        while idle < 20 {
+                            let events = try await store.claimOutbox(.webhook, limit: 7, lease: .seconds(30))
+                            if events.isEmpty {
+                                idle += 1
+                                try await Task.sleep(for: .milliseconds(10))
+                                continue
+                            }
+                            idle = 0
+                            let mine = Set(events.map(\.conversationID))
+                            holders.withLockedValue { holders in
+                                for id in mine {
+                                    if let other = holders[id], other != worker { overlaps.withLockedValue { $0 += 1 } }
+                                    holders[id] = worker
+                                }
+                            }
+                            try await Task.sleep(for: .milliseconds(5))
+                            delivered.withLockedValue { delivered in
+                                for event in events { delivered[event.conversationID, default: []].append(event.row) }
+                            }
+                            holders.withLockedValue { holders in for id in mine { holders[id] = nil } }
+                            try await store.outboxDelivered(events.map(\.row))
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            #expect(overlaps.withLockedValue { $0 } == 0)
+            let all = delivered.withLockedValue { $0 }
+            let total = try await store.values(Int.self, "SELECT count(*)::int FROM outbox")
+            #expect(all.values.map(\.count).reduce(0, +) == total.first)
+            for rows in all.values { #expect(rows == rows.sorted()) }
+            #expect(Set(all.values.flatMap { $0 }).count == total.first)
+        }
+    }
+
+    @Test func aFailedEventHoldsItsConversationBackUntilItIsDueOrDead() async throws {
+        try await TestDatabase.withStore { store in
+            try await store.registerOutboxSink(.webhook)
+            let conversation = try await store.createConversation(creator: "alice", title: nil, members: [])
+            try await store.outboxDelivered(
+                try await store.claimOutbox(.webhook, limit: 10, lease: .seconds(30)).map(\.row))
+            _ = try await store.send(to: conversation.id, from: "alice", body: "first", clientID: nil)
+            _ = try await store.send(to: conversation.id, from: "alice", body: "second", clientID: nil)
+            let claimed = try await store.claimOutbox(.webhook, limit: 10, lease: .seconds(30))
+            #expect(claimed.map(\.seq) == [1, 2])
+            let dead = try await store.outboxFailed(
+                claimed[0].row, error: "500", retryAfter: .seconds(60), window: .seconds(3600))
+            #expect(!dead)
+            try await store.outboxRelease([claimed[1].row])
+            #expect(try await store.claimOutbox(.webhook, limit: 10, lease: .seconds(30)).isEmpty)
+            // Past its window the event is dead and the conversation goes on.
+            _ = try await store.values(Int.self, "UPDATE outbox SET next_attempt_at = now() WHERE id = \(claimed[0].row)")
+            let again = try await store.claimOutbox(.webhook, limit: 10, lease: .seconds(30))
+            #expect(again.map(\.seq) == [1, 2] && again[0].attempts == 1)
+            #expect(try await store.outboxFailed(again[0].row, error: "500", retryAfter: .seconds(1), window: .zero))
+            try await store.outboxRelease([again[1].row])
+            #expect(try await store.claimOutbox(.webhook, limit: 10, lease: .seconds(30)).map(\.seq) == [2])
+            #expect(try await store.outboxCounts(.webhook).dead == 1)
+            #expect(try await store.replayOutbox(.webhook) == 1)
+            #expect(try await store.outboxCounts(.webhook).dead == 0)
+        }
+    }
+}
