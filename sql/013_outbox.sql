@@ -52,7 +52,9 @@ CREATE INDEX outbox_finished ON outbox (finished_at) WHERE state <> 'pending';
 -- once per registered sink. Statement triggers with transition tables: one
 -- call per statement, however many rows it changed (a group of sends is one
 -- statement), and only a scan of `outbox_sinks` when no sink is registered.
-CREATE FUNCTION outbox_messages_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE FUNCTION outbox_messages_inserted() RETURNS trigger LANGUAGE plpgsql
+-- The outbox of the schema the trigger fires in, whatever the writer's search_path.
+SET search_path FROM CURRENT AS $$
 BEGIN
     IF EXISTS (SELECT 1 FROM outbox_sinks) THEN
         WITH e AS MATERIALIZED (
@@ -72,7 +74,9 @@ CREATE TRIGGER outbox_messages_inserted AFTER INSERT ON messages
 
 -- An edit, a deletion or a change of reactions moves the message's version;
 -- a thread's reply count moving (a reply was sent) is the reply's own event.
-CREATE FUNCTION outbox_messages_updated() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE FUNCTION outbox_messages_updated() RETURNS trigger LANGUAGE plpgsql
+-- The outbox of the schema the trigger fires in, whatever the writer's search_path.
+SET search_path FROM CURRENT AS $$
 BEGIN
     IF EXISTS (SELECT 1 FROM outbox_sinks) THEN
         WITH e AS MATERIALIZED (
@@ -103,7 +107,9 @@ CREATE TRIGGER outbox_messages_updated AFTER UPDATE ON messages
     FOR EACH STATEMENT EXECUTE FUNCTION outbox_messages_updated();
 
 -- Members added and removed, and read markers that moved forward.
-CREATE FUNCTION outbox_members_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE FUNCTION outbox_members_changed() RETURNS trigger LANGUAGE plpgsql
+-- The outbox of the schema the trigger fires in, whatever the writer's search_path.
+SET search_path FROM CURRENT AS $$
 BEGIN
     IF EXISTS (SELECT 1 FROM outbox_sinks) THEN
         IF TG_OP = 'INSERT' THEN
@@ -138,7 +144,9 @@ CREATE TRIGGER outbox_read_moved AFTER UPDATE ON members
     REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
     FOR EACH STATEMENT EXECUTE FUNCTION outbox_members_changed();
 
-CREATE FUNCTION outbox_conversations_created() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE FUNCTION outbox_conversations_created() RETURNS trigger LANGUAGE plpgsql
+-- The outbox of the schema the trigger fires in, whatever the writer's search_path.
+SET search_path FROM CURRENT AS $$
 BEGIN
     IF EXISTS (SELECT 1 FROM outbox_sinks) THEN
         INSERT INTO outbox (event, sink, type, conversation_id, version, user_id)

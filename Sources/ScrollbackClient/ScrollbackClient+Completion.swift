@@ -69,6 +69,16 @@ extension ScrollbackClient {
         complete(completion) { () async throws(ScrollbackError) in try await removeDevice(deviceId) }
     }
 
+    @discardableResult
+    public func mute(_ id: UUID, until: Date? = nil, completion: @escaping Completion<MuteState>) -> Task<Void, Never> {
+        complete(completion) { () async throws(ScrollbackError) in try await mute(id, until: until) }
+    }
+
+    @discardableResult
+    public func unmute(_ id: UUID, completion: @escaping Completion<MuteState>) -> Task<Void, Never> {
+        complete(completion) { () async throws(ScrollbackError) in try await unmute(id) }
+    }
+
     /// Cancel the returned task to stop the upload (`.cancelled`).
     @discardableResult
     public func upload(

@@ -278,6 +278,25 @@ public struct ScrollbackClient: Sendable {
         _ = try await exchange(.DELETE, "/v1/devices/\(deviceId.pathEscaped)")
     }
 
+    // MARK: Muting
+
+    /// Mutes conversation `id` for the caller (no push for it): for good,
+    /// or until `until`, a time in the future.
+    @discardableResult
+    public func mute(_ id: UUID, until: Date? = nil) async throws(ScrollbackError) -> MuteState {
+        try await retrying { () async throws(ScrollbackError) in
+            try await self.call(.PUT, "/v1/conversations/\(id.uuidString.lowercased())/mute", body: MuteRequest(until: until))
+        }
+    }
+
+    /// Unmutes conversation `id` for the caller.
+    @discardableResult
+    public func unmute(_ id: UUID) async throws(ScrollbackError) -> MuteState {
+        try await retrying { () async throws(ScrollbackError) in
+            try await self.call(.DELETE, "/v1/conversations/\(id.uuidString.lowercased())/mute")
+        }
+    }
+
     public func layout(_ request: LayoutRequest) async throws(ScrollbackError) -> LayoutResponse {
         try await call(.POST, "/v1/layout", body: request)
     }

@@ -148,6 +148,14 @@ extension ScrollbackClient {
             deferred { () async throws(ScrollbackError) in try await client.removeDevice(deviceId) }
         }
 
+        public func mute(_ id: UUID, until: Date? = nil) -> AnyPublisher<MuteState, ScrollbackError> {
+            deferred { () async throws(ScrollbackError) in try await client.mute(id, until: until) }
+        }
+
+        public func unmute(_ id: UUID) -> AnyPublisher<MuteState, ScrollbackError> {
+            deferred { () async throws(ScrollbackError) in try await client.unmute(id) }
+        }
+
         public func layout(_ request: LayoutRequest) -> AnyPublisher<LayoutResponse, ScrollbackError> {
             deferred { () async throws(ScrollbackError) in try await client.layout(request) }
         }

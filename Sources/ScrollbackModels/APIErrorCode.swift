@@ -121,6 +121,8 @@ public struct APIErrorCode: RawRepresentable, Codable, Sendable, Hashable, CaseI
     /// The caller has as many devices registered as a user may
     /// (``APILimits/maxDevicesPerUser``).
     public static let tooManyDevices = APIErrorCode(rawValue: "too_many_devices")
+    /// A mute's `until` is not a time in the future.
+    public static let invalidMute = APIErrorCode(rawValue: "invalid_mute")
 
     // MARK: 5xx: our side
 
@@ -146,7 +148,7 @@ public struct APIErrorCode: RawRepresentable, Codable, Sendable, Hashable, CaseI
         .invalidMessageBody, .invalidClientID, .invalidTitle, .invalidUserID, .invalidReadSeq, .tooManyMembers,
         .tooManyItems, .invalidLayoutInput, .invalidReplyTo, .invalidEmoji, .tooManyReactions, .notAThreadRoot,
         .invalidUpload, .invalidUploadSize, .invalidUploadContent, .tooManyUploads, .invalidAttachments,
-        .invalidDevice, .tooManyDevices,
+        .invalidDevice, .tooManyDevices, .invalidMute,
         .internalError, .serviceUnavailable, .outcomeUnknown,
     ]
 }

@@ -15,6 +15,8 @@ public struct Conversation: Codable, Sendable, Hashable {
         case lastMessage = "last_message"
         case version
         case activity
+        case muted
+        case mutedUntil = "muted_until"
     }
 
     public var id: UUID
@@ -41,11 +43,15 @@ public struct Conversation: Codable, Sendable, Hashable {
     /// is more recent activity (its creation or its newest message). The
     /// conversation list and the inbox stream order by it.
     public var activity: Int64
+    /// Whether the caller muted the conversation (no push for it) and
+    /// until when (nil: until unmuted). A mute that ran out is false.
+    public var muted: Bool
+    public var mutedUntil: Date?
 
     public init(
         id: UUID, title: String?, createdBy: String, createdAt: Date, lastSeq: Int64, members: [String],
         readSeq: Int64 = 0, unreadCount: Int64 = 0, unreadMentions: Int64 = 0, lastMessage: Message? = nil,
-        version: Int64 = 0, activity: Int64 = 0
+        version: Int64 = 0, activity: Int64 = 0, muted: Bool = false, mutedUntil: Date? = nil
     ) {
         self.id = id
         self.title = title
@@ -59,10 +65,12 @@ public struct Conversation: Codable, Sendable, Hashable {
         self.lastMessage = lastMessage
         self.version = version
         self.activity = activity
+        self.muted = muted
+        self.mutedUntil = mutedUntil
     }
 
     /// `version`, `activity` and `unread_mentions` may be absent (servers
-    /// before they existed): 0.
+    /// before they existed): 0; `muted`: false.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         id = try container.decode(UUID.self, forKey: .id)
@@ -77,6 +85,8 @@ public struct Conversation: Codable, Sendable, Hashable {
         lastMessage = try container.decodeIfPresent(Message.self, forKey: .lastMessage)
         version = try container.decodeIfPresent(Int64.self, forKey: .version) ?? 0
         activity = try container.decodeIfPresent(Int64.self, forKey: .activity) ?? 0
+        muted = try container.decodeIfPresent(Bool.self, forKey: .muted) ?? false
+        mutedUntil = try container.decodeIfPresent(Date.self, forKey: .mutedUntil)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -94,6 +104,8 @@ public struct Conversation: Codable, Sendable, Hashable {
         try container.encode(lastMessage, forKey: .lastMessage)
         try container.encode(version, forKey: .version)
         try container.encode(activity, forKey: .activity)
+        try container.encode(muted, forKey: .muted)
+        try container.encode(mutedUntil, forKey: .mutedUntil)
     }
 }
 
@@ -241,6 +253,10 @@ extension Conversation: JSONWritable {
         writer.number(lastSeq)
         writer.key("members")
         writer.array(members)
+        writer.key("muted")
+        writer.bool(muted)
+        writer.key("muted_until")
+        if let mutedUntil { writer.timestamp(mutedUntil) } else { writer.null() }
         writer.key("read_seq")
         writer.number(readSeq)
         writer.key("title")
@@ -280,5 +296,41 @@ extension ReadMarker: JSONWritable {
         writer.key("unread_mentions")
         writer.number(unreadMentions)
         writer.endObject()
+    }
+}
+
+/// `PUT /v1/conversations/{id}/mute`: until when (absent or null: until unmuted).
+public struct MuteRequest: Codable, Sendable, Equatable {
+    public var until: Date?
+
+    public init(until: Date? = nil) {
+        self.until = until
+    }
+}
+
+/// Whether the caller muted a conversation, after `PUT` or `DELETE .../mute`.
+public struct MuteState: Codable, Sendable, Equatable {
+    enum CodingKeys: String, CodingKey {
+        case conversationId = "conversation_id"
+        case muted
+        case mutedUntil = "muted_until"
+    }
+
+    public var conversationId: UUID
+    public var muted: Bool
+    /// Nil while muted: until unmuted.
+    public var mutedUntil: Date?
+
+    public init(conversationId: UUID, muted: Bool, mutedUntil: Date?) {
+        self.conversationId = conversationId
+        self.muted = muted
+        self.mutedUntil = mutedUntil
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(conversationId.uuidString.lowercased(), forKey: .conversationId)
+        try container.encode(muted, forKey: .muted)
+        try container.encode(mutedUntil, forKey: .mutedUntil)
     }
 }

@@ -142,3 +142,118 @@ public struct ConversationEventData: Codable, Sendable, Equatable {
         try container.encode(members, forKey: .members)
     }
 }
+
+/// One POST to the push gateway (`SCROLLBACK_PUSH_GATEWAY_URL`): what to
+/// show one user on their devices, with the counts their badge should show.
+public struct PushNotification: Codable, Sendable, Equatable {
+    enum CodingKeys: String, CodingKey {
+        case id, type, devices, seq, sender, excerpt, mention, attachments, counts
+        case eventId = "event_id"
+        case userId = "user_id"
+        case conversationId = "conversation_id"
+    }
+
+    /// `message`: a new message to show; `counts`: silent, only the badge
+    /// (the user read on another device).
+    public enum Kind: String, Codable, Sendable {
+        case message
+        case counts
+    }
+
+    /// Unique per user and event, the same on every attempt.
+    public var id: String
+    public var eventId: String
+    public var type: Kind
+    public var userId: String
+    public var devices: [PushDevice]
+    public var conversationId: UUID
+    /// The new message's seq (`message`), or the read marker's (`counts`).
+    public var seq: Int64?
+    public var sender: String?
+    /// The start of the body; nil with `SCROLLBACK_PUSH_CONTENT=none`.
+    public var excerpt: String?
+    /// The message mentions the user.
+    public var mention: Bool
+    /// How many attachments the message carries.
+    public var attachments: Int
+    public var counts: PushCounts
+
+    public init(
+        id: String, eventId: String, type: Kind, userId: String, devices: [PushDevice], conversationId: UUID,
+        seq: Int64?, sender: String?, excerpt: String?, mention: Bool, attachments: Int, counts: PushCounts
+    ) {
+        self.id = id
+        self.eventId = eventId
+        self.type = type
+        self.userId = userId
+        self.devices = devices
+        self.conversationId = conversationId
+        self.seq = seq
+        self.sender = sender
+        self.excerpt = excerpt
+        self.mention = mention
+        self.attachments = attachments
+        self.counts = counts
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id, forKey: .id)
+        try container.encode(eventId, forKey: .eventId)
+        try container.encode(type, forKey: .type)
+        try container.encode(userId, forKey: .userId)
+        try container.encode(devices, forKey: .devices)
+        try container.encode(conversationId.uuidString.lowercased(), forKey: .conversationId)
+        try container.encode(seq, forKey: .seq)
+        try container.encode(sender, forKey: .sender)
+        try container.encode(excerpt, forKey: .excerpt)
+        try container.encode(mention, forKey: .mention)
+        try container.encode(attachments, forKey: .attachments)
+        try container.encode(counts, forKey: .counts)
+    }
+}
+
+/// A device a push goes to.
+public struct PushDevice: Codable, Sendable, Equatable {
+    enum CodingKeys: String, CodingKey {
+        case deviceId = "device_id"
+        case platform, token
+    }
+
+    public var deviceId: String
+    public var platform: DevicePlatform
+    public var token: String
+
+    public init(deviceId: String, platform: DevicePlatform, token: String) {
+        self.deviceId = deviceId
+        self.platform = platform
+        self.token = token
+    }
+}
+
+/// The user's unread messages and unread conversations, as their inbox
+/// counts them (every conversation, muted ones too).
+public struct PushCounts: Codable, Sendable, Equatable {
+    enum CodingKeys: String, CodingKey {
+        case unreadMessages = "unread_messages"
+        case unreadConversations = "unread_conversations"
+    }
+
+    public var unreadMessages: Int64
+    public var unreadConversations: Int64
+
+    public init(unreadMessages: Int64, unreadConversations: Int64) {
+        self.unreadMessages = unreadMessages
+        self.unreadConversations = unreadConversations
+    }
+}
+
+/// What the push gateway may answer (2xx): tokens its services refused as
+/// no longer valid, whose devices Scrollback then forgets.
+public struct PushGatewayAnswer: Codable, Sendable, Equatable {
+    public var rejected: [String]
+
+    public init(rejected: [String]) {
+        self.rejected = rejected
+    }
+}

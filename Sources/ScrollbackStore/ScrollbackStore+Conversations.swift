@@ -41,16 +41,26 @@ extension ScrollbackStore {
         c.id, c.title, c.created_by, c.created_at, c.last_seq, c.version, c.activity,
         ARRAY(SELECT user_id FROM members WHERE conversation_id = c.id ORDER BY user_id COLLATE "C") AS members,
         me.read_seq, \(unreadCount) AS unread_count, \(unreadMentions) AS unread_mentions,
+        \(mutedNow) AS muted, CASE WHEN \(mutedNow) THEN me.muted_until END AS muted_until,
         \(MessageRow.columns("lm", conversation: "c.id", readers: "ARRAY[me.user_id]"))
         """
 
+    /// Whether member row `me` has the conversation muted now: the one
+    /// definition, for lists and for push.
+    static let mutedNow = "(me.muted AND (me.muted_until IS NULL OR me.muted_until > now()))"
+
     /// The messages after member row `me`'s read marker, not sent by that
     /// member, not deleted: the one definition of "unread".
-    static let unreadCount = """
-        (SELECT count(*) FROM messages u
-         WHERE u.conversation_id = me.conversation_id AND u.seq > me.read_seq
-           AND u.sender <> me.user_id AND NOT u.deleted)
+    static let unreadCount = unread(of: "me")
+
+    /// `unreadCount` of the member row under `alias`.
+    static func unread(of alias: String) -> String {
         """
+        (SELECT count(*) FROM messages u
+         WHERE u.conversation_id = \(alias).conversation_id AND u.seq > \(alias).read_seq
+           AND u.sender <> \(alias).user_id AND NOT u.deleted)
+        """
+    }
 
     /// The mentions of member row `me` after its read marker (see
     /// sql/007_mentions.sql: a deleted message has none, nor has the
@@ -80,7 +90,8 @@ extension ScrollbackStore {
             unreadCount: try columns["unread_count"].decode(Int64.self),
             unreadMentions: try columns["unread_mentions"].decode(Int64.self),
             lastMessage: try MessageRow.decode(columns, alias: "lm", conversation: id),
-            version: try columns["version"].decode(Int64.self), activity: try columns["activity"].decode(Int64.self))
+            version: try columns["version"].decode(Int64.self), activity: try columns["activity"].decode(Int64.self),
+            muted: try columns["muted"].decode(Bool.self), mutedUntil: try columns["muted_until"].decode(Date?.self))
         return conversation
     }
 
@@ -325,4 +336,21 @@ public struct ConversationListPage: Sendable, Equatable {
     /// Some conversation moved above the cursor (or left the list) since the
     /// pass began: restart from the top to see it.
     public var activityChanged: Bool
+}
+
+extension ScrollbackStore {
+    /// Mutes conversation `id` for `user` (until `until`, or until unmuted
+    /// when nil), or unmutes it. `StoreError.conversationNotFound` when the
+    /// user is not a member.
+    public func setMute(_ id: UUID, for user: UserID, muted: Bool, until: Date?) async throws -> MuteState {
+        let updated = try await rows(
+            """
+            UPDATE members SET muted = \(muted), muted_until = \(muted ? until : nil)
+            WHERE conversation_id = \(id) AND user_id = \(user.rawValue)
+            RETURNING 1
+            """,
+            writes: true, as: .mute)
+        guard !updated.isEmpty else { throw StoreError.conversationNotFound }
+        return MuteState(conversationId: id, muted: muted, mutedUntil: muted ? until : nil)
+    }
 }

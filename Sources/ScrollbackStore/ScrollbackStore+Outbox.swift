@@ -238,3 +238,157 @@ extension ScrollbackStore {
         return ConversationEventData(id: id, title: title, createdBy: creator, createdAt: createdAt, members: members)
     }
 }
+
+extension ScrollbackStore {
+    /// Keeps instance `instance`'s presence rows alive for `ttl` from now,
+    /// and removes instances whose rows expired (killed ones) with theirs.
+    public func presenceBeat(_ instance: UUID, ttl: Duration) async throws {
+        let seconds = Double(ttl.nanoseconds) / 1e9
+        _ = try await rows(
+            """
+            WITH gone AS (DELETE FROM presence_instances WHERE expires_at < now() - interval '1 minute')
+            INSERT INTO presence_instances (instance_id, expires_at)
+            VALUES (\(instance), now() + make_interval(secs => \(seconds)))
+            ON CONFLICT (instance_id) DO UPDATE SET expires_at = EXCLUDED.expires_at
+            """,
+            writes: true, as: .presence)
+    }
+
+    /// Writes how many sockets each of `sockets`' users has on `instance`
+    /// (0: none, the row goes); with `replacingAll`, the instance's other
+    /// rows go too.
+    public func presenceWrite(
+        _ instance: UUID, ttl: Duration, sockets: [(String, Int)], replacingAll: Bool
+    ) async throws {
+        let seconds = Double(ttl.nanoseconds) / 1e9
+        let users = sockets.map(\.0)
+        let counts = sockets.map { Int32($0.1) }
+        _ = try await rows(
+            """
+            WITH beat AS (
+                INSERT INTO presence_instances (instance_id, expires_at)
+                VALUES (\(instance), now() + make_interval(secs => \(seconds)))
+                ON CONFLICT (instance_id) DO UPDATE SET expires_at = EXCLUDED.expires_at
+                RETURNING instance_id
+            ), given AS (
+                SELECT * FROM unnest(\(users)::text[], \(counts)::int4[]) AS g(user_id, sockets)
+            ), removed AS (
+                DELETE FROM presence p
+                WHERE p.instance_id = \(instance)
+                  AND (p.user_id IN (SELECT user_id FROM given WHERE sockets = 0)
+                       OR (\(replacingAll) AND p.user_id NOT IN (SELECT user_id FROM given)))
+            )
+            INSERT INTO presence (user_id, instance_id, sockets)
+            SELECT g.user_id, b.instance_id, g.sockets FROM given g, beat b WHERE g.sockets > 0
+            ON CONFLICT (user_id, instance_id) DO UPDATE SET sockets = EXCLUDED.sockets
+            """,
+            writes: true, as: .presence)
+    }
+
+    /// Removes instance `instance` and its presence rows (a clean stop).
+    public func presenceEnd(_ instance: UUID) async throws {
+        _ = try await rows(
+            "DELETE FROM presence_instances WHERE instance_id = \(instance)", writes: true, as: .presence)
+    }
+
+    /// Which of `users` have a live socket on an instance that has not expired.
+    public func online(_ users: [UserID]) async throws -> Set<UserID> {
+        guard !users.isEmpty else { return [] }
+        let rows = try await rows(
+            """
+            SELECT DISTINCT p.user_id FROM presence p
+            JOIN presence_instances i ON i.instance_id = p.instance_id AND i.expires_at > now()
+            WHERE p.user_id = ANY(\(users.map(\.rawValue)))
+            """,
+            writes: false, as: .presence)
+        return Set(try rows.map { UserID(rawValue: try $0.decode(String.self)) })
+    }
+}
+
+/// A user a push goes to, with their devices and their inbox's counts.
+public struct PushRecipient: Sendable, Equatable {
+    public var user: UserID
+    public var devices: [PushDevice]
+    public var counts: PushCounts
+    /// The message mentions them.
+    public var mentioned: Bool
+}
+
+extension ScrollbackStore {
+    /// Who a push of message `seq` of conversation `id` by `sender` goes
+    /// to: the members other than the sender who have not muted the
+    /// conversation, have a device, are not among `done`, and (unless
+    /// `evenOnline`) have no live socket on any instance; each with the
+    /// counts their inbox shows now.
+    public func pushRecipients(
+        of seq: Int64, in id: UUID, sender: UserID, excluding done: [String], evenOnline: Bool
+    ) async throws -> [PushRecipient] {
+        try await rows(
+            """
+            SELECT me.user_id,
+                   EXISTS (SELECT 1 FROM mentions mn WHERE mn.conversation_id = me.conversation_id
+                           AND mn.seq = \(seq) AND mn.user_id = me.user_id),
+            \(unescaped: Self.pushColumns)
+            FROM members me \(unescaped: Self.pushCountsJoin)
+            WHERE me.conversation_id = \(id) AND me.user_id <> \(sender.rawValue) AND NOT \(unescaped: Self.mutedNow)
+              AND me.user_id <> ALL(\(done)::text[])
+              AND EXISTS (SELECT 1 FROM devices d WHERE d.user_id = me.user_id)
+              AND (\(evenOnline) OR NOT EXISTS (
+                  SELECT 1 FROM presence p JOIN presence_instances i ON i.instance_id = p.instance_id
+                  WHERE p.user_id = me.user_id AND i.expires_at > now()))
+            ORDER BY me.user_id
+            """,
+            writes: false, as: .outbox
+        ).map(Self.pushRecipient(from:))
+    }
+
+    /// `user` as the recipient of a silent counts update; nil without devices.
+    public func pushCounts(for user: UserID) async throws -> PushRecipient? {
+        try await rows(
+            """
+            SELECT me.user_id, false, \(unescaped: Self.pushColumns)
+            FROM (SELECT \(user.rawValue)::text AS user_id) me \(unescaped: Self.pushCountsJoin)
+            WHERE EXISTS (SELECT 1 FROM devices d WHERE d.user_id = me.user_id)
+            """,
+            writes: false, as: .outbox
+        ).first.map(Self.pushRecipient(from:))
+    }
+
+    /// Forgets the devices of `user` with one of `tokens` (the gateway said
+    /// they are no longer valid). Answers how many.
+    @discardableResult
+    public func removeDevices(of user: UserID, withTokens tokens: [String]) async throws -> Int {
+        guard !tokens.isEmpty else { return 0 }
+        return try await rows(
+            "DELETE FROM devices WHERE user_id = \(user.rawValue) AND token = ANY(\(tokens)) RETURNING 1",
+            writes: true, as: .devices
+        ).count
+    }
+
+    /// The devices and the inbox's counts of the user `me.user_id`.
+    private static let pushColumns = """
+        t.unread, t.conversations,
+        ARRAY(SELECT d.device_id FROM devices d WHERE d.user_id = me.user_id ORDER BY d.device_id),
+        ARRAY(SELECT d.platform FROM devices d WHERE d.user_id = me.user_id ORDER BY d.device_id),
+        ARRAY(SELECT d.token FROM devices d WHERE d.user_id = me.user_id ORDER BY d.device_id)
+        """
+
+    /// The join that `pushColumns` reads the counts from, after `FROM ... me`.
+    private static let pushCountsJoin = """
+        CROSS JOIN LATERAL (
+            SELECT COALESCE(sum(n.unread), 0)::int8 AS unread, count(*) FILTER (WHERE n.unread > 0)::int8 AS conversations
+            FROM members mm CROSS JOIN LATERAL (SELECT \(unread(of: "mm")) AS unread) n
+            WHERE mm.user_id = me.user_id) t
+        """
+
+    private static func pushRecipient(from row: PostgresRow) throws -> PushRecipient {
+        let (user, mentioned, unread, conversations, ids, platforms, tokens) = try row.decode(
+            (String, Bool, Int64, Int64, [String], [String], [String]).self)
+        let devices = zip(ids, zip(platforms, tokens)).compactMap { id, pair in
+            DevicePlatform(rawValue: pair.0).map { PushDevice(deviceId: id, platform: $0, token: pair.1) }
+        }
+        return PushRecipient(
+            user: UserID(rawValue: user), devices: devices,
+            counts: PushCounts(unreadMessages: unread, unreadConversations: conversations), mentioned: mentioned)
+    }
+}

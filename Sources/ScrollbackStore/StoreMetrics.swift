@@ -35,6 +35,8 @@ public enum StatementName: String, CaseIterable, Sendable {
     case collectUploads = "collect_uploads"
     case devices
     case outbox
+    case mute
+    case presence
 }
 
 /// Why the store gave up on a statement or on waiting for a connection,

@@ -34,4 +34,26 @@ import Testing
             }
         }
     }
+
+    @Test func conversationsAreMutedAndUnmutedThroughTheKit() async throws {
+        try await LiveCluster.run { cluster in
+            let id = try await cluster.conversation("alice", members: ["bob"])
+            let bob = ClientTests.client(cluster, "bob")
+            #expect(try await bob.mute(id) == MuteState(conversationId: id, muted: true, mutedUntil: nil))
+            #expect(try await bob.conversation(id).muted)
+            let until = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 + 600).rounded())
+            let timed = try await withCheckedThrowingContinuation { continuation in
+                bob.mute(id, until: until) { continuation.resume(with: $0) }
+            }
+            #expect(timed.mutedUntil == until)
+            #expect(try await !bob.unmute(id).muted)
+            #expect(try await !bob.conversation(id).muted)
+            do {
+                _ = try await bob.mute(id, until: Date(timeIntervalSince1970: 0))
+                Issue.record("a mute that ended in 1970 was taken")
+            } catch let error as ScrollbackError {
+                #expect(error.code == .invalidMute)
+            }
+        }
+    }
 }

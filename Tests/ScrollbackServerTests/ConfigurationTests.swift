@@ -173,6 +173,12 @@ import Testing
         #expect(set.webhookURL == "https://hooks.example.com/scrollback" && set.webhookSecret == "0123456789abcdef")
         #expect(set.deliveryTimeout == .milliseconds(2500) && set.retryWindow == .seconds(600))
         #expect(set.backoffCap == .seconds(30) && set.retention == .seconds(3600))
+        let push = try ScrollbackConfiguration(environment: [
+            "SCROLLBACK_PUSH_GATEWAY_URL": "http://gateway:8080/push", "SCROLLBACK_WEBHOOK_SECRET": "0123456789abcdef",
+            "SCROLLBACK_PUSH_CONTENT": "none", "SCROLLBACK_PUSH_WHEN": "always",
+        ]).outbox
+        #expect(push.pushGatewayURL == "http://gateway:8080/push" && push.pushSecret == "0123456789abcdef")
+        #expect(push.withholdPushContent && push.pushEvenOnline && push.webhookURL == nil)
         let refusals: [([String: String], String)] = [
             (["SCROLLBACK_WEBHOOK_URL": "ftp://example.com/x", "SCROLLBACK_WEBHOOK_SECRET": "0123456789abcdef"],
              "SCROLLBACK_WEBHOOK_URL must be an http:// or https:// URL"),
@@ -183,6 +189,10 @@ import Testing
              "SCROLLBACK_WEBHOOK_SECRET must be at least 16 bytes"),
             (["SCROLLBACK_OUTBOX_RETRY_WINDOW": "0"], "SCROLLBACK_OUTBOX_RETRY_WINDOW must be a whole number"),
             (["SCROLLBACK_WEBHOOK_TIMEOUT": "-1"], "SCROLLBACK_WEBHOOK_TIMEOUT must be a number of seconds"),
+            (["SCROLLBACK_PUSH_GATEWAY_URL": "gateway:8080"], "SCROLLBACK_PUSH_GATEWAY_URL must be an http:// or https:// URL"),
+            (["SCROLLBACK_PUSH_GATEWAY_URL": "http://gateway:8080"], "SCROLLBACK_PUSH_GATEWAY_URL is set but SCROLLBACK_PUSH_SECRET is not"),
+            (["SCROLLBACK_PUSH_CONTENT": "some"], "SCROLLBACK_PUSH_CONTENT must be full or none"),
+            (["SCROLLBACK_PUSH_WHEN": "never"], "SCROLLBACK_PUSH_WHEN must be offline or always"),
         ]
         Self.expectRefused(refusals)
     }

@@ -23,6 +23,8 @@ final class WebhookReceiver: Sendable {
 
     enum Answer: Sendable {
         case status(Int)
+        /// A status with a JSON body.
+        case json(Int, String)
         /// Holds the request for this long before answering 200.
         case hang(Duration)
     }
@@ -51,6 +53,10 @@ final class WebhookReceiver: Sendable {
             switch answer(delivery) {
             case .status(let code):
                 return Response(status: .init(code: code))
+            case .json(let code, let text):
+                return Response(
+                    status: .init(code: code), headers: [.contentType: "application/json"],
+                    body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
             case .hang(let duration):
                 try? await Task.sleep(for: duration)
                 return Response(status: .ok)

@@ -23,10 +23,7 @@ import Testing
             try await TestServer.run(configure: { configuration in
                 configuration.outbox.webhookURL = url
                 configuration.outbox.webhookSecret = secret
-                configuration.outbox.deliveryTimeout = .seconds(2)
-                configuration.outbox.firstBackoff = .milliseconds(200)
-                configuration.outbox.backoffCap = .milliseconds(800)
-                configuration.outbox.pollInterval = .milliseconds(50)
+                Self.retryFast(&configuration.outbox)
                 configuration.outbox.retryWindow = window
             }) { server in
                 // The worker registers its sink at start: events are written from then on.
@@ -34,6 +31,14 @@ import Testing
                 try await test(server)
             }
         }
+    }
+
+    /// Short deadlines and backoffs, so that a test's retries take a second or two.
+    static func retryFast(_ options: inout OutboxOptions) {
+        options.deliveryTimeout = .seconds(2)
+        options.firstBackoff = .milliseconds(200)
+        options.backoffCap = .milliseconds(800)
+        options.pollInterval = .milliseconds(50)
     }
 
     static func waitForSink(_ store: ScrollbackStore) async throws {

@@ -176,3 +176,31 @@ import Testing
         }
     }
 }
+
+/// Presence across instances: a user is online while an instance that has
+/// not expired holds a socket of theirs.
+@Suite struct PresenceStoreTests {
+    @Test func aUserIsOnlineWhileALiveInstanceHoldsTheirSocket() async throws {
+        try await TestDatabase.withStore { store in
+            let first = UUID()
+            let second = UUID()
+            try await store.presenceWrite(first, ttl: .seconds(30), sockets: [("bob", 2), ("carol", 1)], replacingAll: true)
+            try await store.presenceWrite(second, ttl: .seconds(30), sockets: [("bob", 1)], replacingAll: true)
+            #expect(try await store.online(["bob", "carol", "dave"]) == ["bob", "carol"])
+            // Carol's socket closed; bob's on the first instance too.
+            try await store.presenceWrite(first, ttl: .seconds(30), sockets: [("carol", 0), ("bob", 0)], replacingAll: false)
+            #expect(try await store.online(["bob", "carol"]) == ["bob"])
+            // A full write replaces the instance's rows.
+            try await store.presenceWrite(second, ttl: .seconds(30), sockets: [("dave", 1)], replacingAll: true)
+            #expect(try await store.online(["bob", "dave"]) == ["dave"])
+            // An instance that stops beating (killed) takes its users offline at its expiry.
+            try await store.presenceWrite(first, ttl: .milliseconds(300), sockets: [("erin", 1)], replacingAll: true)
+            #expect(try await store.online(["erin"]) == ["erin"])
+            try await Task.sleep(for: .milliseconds(500))
+            #expect(try await store.online(["erin"]).isEmpty)
+            // A clean stop takes them offline at once.
+            try await store.presenceEnd(second)
+            #expect(try await store.online(["dave"]).isEmpty)
+        }
+    }
+}

@@ -121,7 +121,7 @@ public func runScrollback(
 func outboxServices(
     configuration: OutboxOptions, store: ScrollbackStore, metrics: ScrollbackMetrics?, logger: Logger
 ) -> [any Service] {
-    guard configuration.webhookURL != nil else { return [] }
+    guard configuration.webhookURL != nil || configuration.pushGatewayURL != nil else { return [] }
     var destinations: [any OutboxDestination] = []
     var clientConfiguration = HTTPClient.Configuration()
     // A receiver that redirects has not taken the event.
@@ -131,7 +131,19 @@ func outboxServices(
     if let url = configuration.webhookURL, let secret = configuration.webhookSecret {
         destinations.append(
             WebhookDestination(
-                url: url, secret: secret, timeout: configuration.deliveryTimeout, httpClient: client, store: store))
+                poster: SignedPost(
+                    url: url, secret: secret, timeout: configuration.deliveryTimeout, userAgent: "Scrollback-Webhooks/1",
+                    httpClient: client),
+                store: store))
+    }
+    if let url = configuration.pushGatewayURL, let secret = configuration.pushSecret {
+        destinations.append(
+            PushDestination(
+                poster: SignedPost(
+                    url: url, secret: secret, timeout: configuration.deliveryTimeout, userAgent: "Scrollback-Push/1",
+                    httpClient: client),
+                withholdContent: configuration.withholdPushContent, evenOnline: configuration.pushEvenOnline,
+                store: store))
     }
     return destinations.map {
         OutboxWorker(store: store, destination: $0, options: configuration, metrics: metrics?.outbox, logger: logger)

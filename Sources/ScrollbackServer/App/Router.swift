@@ -31,6 +31,7 @@ func buildRouter(
     MentionController(store: store).addRoutes(to: v1)
     UploadController(uploads: uploads).addRoutes(to: v1)
     DeviceController(store: store).addRoutes(to: v1)
+    MuteController(store: store).addRoutes(to: v1)
     StreamController.addPlainRoute(to: router)
     if demo { DemoController(tokens: tokens).addRoutes(to: router) }
     router.add(middleware: MethodNotAllowedMiddleware(routes: router.routes.map { ($0.method, $0.path.description) }))

@@ -171,6 +171,27 @@ public struct ScrollbackConfiguration: Sendable {
             outbox.webhookSecret = try OutboxOptions.secret(
                 value("SCROLLBACK_WEBHOOK_SECRET"), "SCROLLBACK_WEBHOOK_SECRET", for: "SCROLLBACK_WEBHOOK_URL")
         }
+        if let text = value("SCROLLBACK_PUSH_GATEWAY_URL") {
+            outbox.pushGatewayURL = try OutboxOptions.endpoint(text, "SCROLLBACK_PUSH_GATEWAY_URL")
+            // The webhook secret serves when the push gateway has none of its own.
+            let secretName = value("SCROLLBACK_PUSH_SECRET") == nil && value("SCROLLBACK_WEBHOOK_SECRET") != nil
+                ? "SCROLLBACK_WEBHOOK_SECRET" : "SCROLLBACK_PUSH_SECRET"
+            outbox.pushSecret = try OutboxOptions.secret(
+                value("SCROLLBACK_PUSH_SECRET") ?? value("SCROLLBACK_WEBHOOK_SECRET"), secretName,
+                for: "SCROLLBACK_PUSH_GATEWAY_URL")
+        }
+        if let text = value("SCROLLBACK_PUSH_CONTENT") {
+            guard text == "full" || text == "none" else {
+                throw Failure("SCROLLBACK_PUSH_CONTENT must be full or none (got \(text)).")
+            }
+            outbox.withholdPushContent = text == "none"
+        }
+        if let text = value("SCROLLBACK_PUSH_WHEN") {
+            guard text == "offline" || text == "always" else {
+                throw Failure("SCROLLBACK_PUSH_WHEN must be offline or always (got \(text)).")
+            }
+            outbox.pushEvenOnline = text == "always"
+        }
         if let text = value("SCROLLBACK_WEBHOOK_TIMEOUT") {
             outbox.deliveryTimeout = try Self.seconds(text, "SCROLLBACK_WEBHOOK_TIMEOUT")
         }

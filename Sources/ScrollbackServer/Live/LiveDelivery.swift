@@ -18,6 +18,8 @@ public struct LiveDelivery: Service {
     let store: ScrollbackStore
     let options: LiveOptions
     let logger: Logger
+    /// Who has a socket here, in the database for every instance.
+    let presence: PresenceTracker
 
     /// Records into `metrics` when given (the same as the application's).
     public init(
@@ -30,6 +32,7 @@ public struct LiveDelivery: Service {
             slowConsumerCloses: self.metrics.slowConsumerCloses,
             onRefusedSocket: { metrics?.refusedConnection(kind: "socket") })
         self.logger = logger
+        self.presence = PresenceTracker(store: store, logger: logger)
     }
 
     /// Whether the change feed's listening connection is in place (part of
@@ -47,6 +50,7 @@ public struct LiveDelivery: Service {
                 }
             }
             group.addTask { await catchUp() }
+            group.addTask { [presence] in await presence.run() }
             group.addTask { await logStatistics() }
             // Until the service group shuts down (or the task is cancelled).
             try? await gracefulShutdown()

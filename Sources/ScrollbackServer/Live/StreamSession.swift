@@ -62,6 +62,7 @@ struct StreamSession {
             }
         }
         await live.hub.disconnect(socket)
+        if let user = socket.user { live.presence.disconnected(user) }
         try ended.get()
     }
 
@@ -96,8 +97,10 @@ struct StreamSession {
                     .error(code: .forbidden, message: "This socket belongs to \(user); a token of another user cannot be used on it.", ref: nil))
                 return
             }
-            if socket.user == nil { try await store.ensureUser(verified.user) }
+            let first = socket.user == nil
+            if first { try await store.ensureUser(verified.user) }
             socket.authenticate(verified.user, until: verified.expires)
+            if first { live.presence.connected(verified.user) }
         } catch let error as APIError where error.code == .unauthorized {
             socket.send(.error(code: error.code, message: error.message, ref: nil))
             socket.close(code: StreamCloseCode.unauthorized, reason: "not authenticated")

@@ -9,6 +9,18 @@ public struct OutboxOptions: Sendable, Equatable {
     /// `SCROLLBACK_WEBHOOK_SECRET`: the key of the signatures, at least 16
     /// bytes; required with a webhook URL.
     public var webhookSecret: String?
+    /// `SCROLLBACK_PUSH_GATEWAY_URL`: an http(s) URL of a push gateway
+    /// that receives one signed POST per recipient of each new message;
+    /// nil (the default) pushes nothing.
+    public var pushGatewayURL: String?
+    /// `SCROLLBACK_PUSH_SECRET` (else the webhook secret): the key of the
+    /// push gateway's signatures.
+    public var pushSecret: String?
+    /// `SCROLLBACK_PUSH_CONTENT=none`: pushes carry no excerpt of the body.
+    public var withholdPushContent = false
+    /// `SCROLLBACK_PUSH_WHEN=always`: push to members with a live socket
+    /// too (by default only to those with none on any instance).
+    public var pushEvenOnline = false
     /// `SCROLLBACK_WEBHOOK_TIMEOUT`: how long a receiver has to answer 2xx
     /// before the attempt counts as failed.
     public var deliveryTimeout = Duration.seconds(10)

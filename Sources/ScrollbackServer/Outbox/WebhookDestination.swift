@@ -13,10 +13,7 @@ import ScrollbackStore
 /// redirect, no answer in time, no connection) is a failed attempt.
 struct WebhookDestination: OutboxDestination {
     let sink = OutboxSink.webhook
-    let url: String
-    let secret: String
-    let timeout: Duration
-    let httpClient: HTTPClient
+    let poster: SignedPost
     let store: ScrollbackStore
 
     func deliver(_ events: [OutboxEvent], delivered: @Sendable (OutboxEvent) async throws -> Void) async throws
@@ -43,28 +40,12 @@ struct WebhookDestination: OutboxDestination {
 
     /// Nil on success, else why not.
     func post(_ body: [UInt8], of event: OutboxEvent) async -> String? {
-        var request = HTTPClientRequest(url: url)
-        request.method = .POST
-        request.headers.add(name: "Content-Type", value: "application/json")
-        request.headers.add(name: "User-Agent", value: "Scrollback-Webhooks/1")
-        request.headers.add(name: "Scrollback-Event-Id", value: "\(event.event)")
-        request.headers.add(name: "Scrollback-Event-Type", value: event.type)
-        request.headers.add(name: "Scrollback-Attempt", value: "\(event.attempts + 1)")
-        request.headers.add(
-            name: WebhookSignature.header,
-            value: WebhookSignature.sign(body, secret: secret, timestamp: Int(Date().timeIntervalSince1970)))
-        request.body = .bytes(ByteBuffer(bytes: body))
-        do {
-            let response = try await httpClient.execute(request, timeout: .milliseconds(Int64(timeout / .milliseconds(1))))
-            // Read (and drop) what the receiver said, within the deadline's spirit.
-            _ = try? await response.body.collect(upTo: 64 * 1024)
-            guard (200..<300).contains(response.status.code) else {
-                return "the receiver answered \(response.status.code)"
-            }
-            return nil
-        } catch {
-            return "no answer: \(error)"
-        }
+        let headers = [
+            ("Scrollback-Event-Id", "\(event.event)"), ("Scrollback-Event-Type", event.type),
+            ("Scrollback-Attempt", "\(event.attempts + 1)"),
+        ]
+        if case .failure(let failure) = await poster.send(body, headers: headers) { return failure.reason }
+        return nil
     }
 }
 

@@ -7,8 +7,9 @@ import ScrollbackModels
 enum RequestBody {
     static let decoder = ScrollbackJSON.decoder()
 
+    /// The body as `type`; an empty body is refused, or is `empty` when one is given.
     static func decode<T: Decodable>(
-        _ type: T.Type, from request: Request, context: ScrollbackRequestContext
+        _ type: T.Type, from request: Request, context: ScrollbackRequestContext, orEmpty empty: T? = nil
     ) async throws -> T {
         var request = request
         let limit = context.maxBodyBytes
@@ -24,6 +25,7 @@ enum RequestBody {
             throw APIError.payloadTooLarge(limit: limit)
         }
         guard buffer.readableBytes > 0 else {
+            if let empty { return empty }
             throw APIError.badRequest(.invalidJSON, "The request needs a JSON object body.")
         }
         do {
