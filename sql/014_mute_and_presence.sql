@@ -12,6 +12,7 @@ ALTER TABLE members
 -- expired holds a socket of theirs.
 CREATE TABLE presence_instances (
     instance_id uuid        PRIMARY KEY,
+    beat_at     timestamptz NOT NULL DEFAULT now(),
     expires_at  timestamptz NOT NULL
 );
 
@@ -23,3 +24,10 @@ CREATE TABLE presence (
 );
 
 CREATE INDEX presence_by_instance ON presence (instance_id);
+
+-- Shown to the members of a user's conversations: when the user's last
+-- socket closed (or their instance stopped beating), and whether the user
+-- hides their presence (then they always look offline, never seen).
+ALTER TABLE users
+    ADD COLUMN last_seen_at    timestamptz,
+    ADD COLUMN presence_hidden boolean NOT NULL DEFAULT false;

@@ -79,6 +79,16 @@ extension ScrollbackClient {
         complete(completion) { () async throws(ScrollbackError) in try await unmute(id) }
     }
 
+    @discardableResult
+    public func presence(of id: UUID, completion: @escaping Completion<[MemberPresence]>) -> Task<Void, Never> {
+        complete(completion) { () async throws(ScrollbackError) in try await presence(of: id) }
+    }
+
+    @discardableResult
+    public func setPresenceHidden(_ hidden: Bool, completion: @escaping Completion<PresenceSettings>) -> Task<Void, Never> {
+        complete(completion) { () async throws(ScrollbackError) in try await setPresenceHidden(hidden) }
+    }
+
     /// Cancel the returned task to stop the upload (`.cancelled`).
     @discardableResult
     public func upload(

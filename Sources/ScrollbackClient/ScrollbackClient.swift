@@ -297,6 +297,24 @@ public struct ScrollbackClient: Sendable {
         }
     }
 
+    // MARK: Presence
+
+    /// Whether each member of conversation `id` has a live socket, and when
+    /// the others were last seen (members only).
+    public func presence(of id: UUID) async throws(ScrollbackError) -> [MemberPresence] {
+        let presence: ConversationPresence = try await call(.GET, "/v1/conversations/\(id.uuidString.lowercased())/presence")
+        return presence.members
+    }
+
+    /// Hides the caller's presence from everyone (they look offline, never
+    /// seen), or shows it again.
+    @discardableResult
+    public func setPresenceHidden(_ hidden: Bool) async throws(ScrollbackError) -> PresenceSettings {
+        try await retrying { () async throws(ScrollbackError) in
+            try await self.call(.PUT, "/v1/presence", body: PresenceSettings(hidden: hidden))
+        }
+    }
+
     public func layout(_ request: LayoutRequest) async throws(ScrollbackError) -> LayoutResponse {
         try await call(.POST, "/v1/layout", body: request)
     }

@@ -156,6 +156,14 @@ extension ScrollbackClient {
             deferred { () async throws(ScrollbackError) in try await client.unmute(id) }
         }
 
+        public func presence(of id: UUID) -> AnyPublisher<[MemberPresence], ScrollbackError> {
+            deferred { () async throws(ScrollbackError) in try await client.presence(of: id) }
+        }
+
+        public func setPresenceHidden(_ hidden: Bool) -> AnyPublisher<PresenceSettings, ScrollbackError> {
+            deferred { () async throws(ScrollbackError) in try await client.setPresenceHidden(hidden) }
+        }
+
         public func layout(_ request: LayoutRequest) -> AnyPublisher<LayoutResponse, ScrollbackError> {
             deferred { () async throws(ScrollbackError) in try await client.layout(request) }
         }

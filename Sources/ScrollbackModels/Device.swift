@@ -56,3 +56,49 @@ public struct DeviceList: Codable, Sendable, Hashable {
         self.devices = devices
     }
 }
+
+/// A member's presence as the other members of a conversation see it.
+public struct MemberPresence: Codable, Sendable, Hashable {
+    enum CodingKeys: String, CodingKey {
+        case userId = "user_id"
+        case online
+        case lastSeenAt = "last_seen_at"
+    }
+
+    public var userId: String
+    /// A live socket on some instance (false for a user who hides it).
+    public var online: Bool
+    /// When their last socket closed; nil while online, never seen, or hidden.
+    public var lastSeenAt: Date?
+
+    public init(userId: String, online: Bool, lastSeenAt: Date?) {
+        self.userId = userId
+        self.online = online
+        self.lastSeenAt = lastSeenAt
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(userId, forKey: .userId)
+        try container.encode(online, forKey: .online)
+        try container.encode(lastSeenAt, forKey: .lastSeenAt)
+    }
+}
+
+/// `GET /v1/conversations/{id}/presence`: every member's presence.
+public struct ConversationPresence: Codable, Sendable, Hashable {
+    public var members: [MemberPresence]
+
+    public init(members: [MemberPresence]) {
+        self.members = members
+    }
+}
+
+/// `PUT /v1/presence`: whether the caller hides their presence.
+public struct PresenceSettings: Codable, Sendable, Hashable {
+    public var hidden: Bool
+
+    public init(hidden: Bool) {
+        self.hidden = hidden
+    }
+}

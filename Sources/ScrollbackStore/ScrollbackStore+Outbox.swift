@@ -246,10 +246,19 @@ extension ScrollbackStore {
         let seconds = Double(ttl.nanoseconds) / 1e9
         _ = try await rows(
             """
-            WITH gone AS (DELETE FROM presence_instances WHERE expires_at < now() - interval '1 minute')
-            INSERT INTO presence_instances (instance_id, expires_at)
-            VALUES (\(instance), now() + make_interval(secs => \(seconds)))
-            ON CONFLICT (instance_id) DO UPDATE SET expires_at = EXCLUDED.expires_at
+            WITH lost AS (
+                SELECT p.user_id, max(i.beat_at) AS seen FROM presence p
+                JOIN presence_instances i ON i.instance_id = p.instance_id
+                WHERE i.expires_at < now() - interval '1 minute' GROUP BY p.user_id
+            ), seen AS (
+                INSERT INTO users AS u (id, last_seen_at) SELECT user_id, seen FROM lost
+                ON CONFLICT (id) DO UPDATE SET last_seen_at = GREATEST(u.last_seen_at, EXCLUDED.last_seen_at)
+            ), gone AS (
+                DELETE FROM presence_instances WHERE expires_at < now() - interval '1 minute'
+            )
+            INSERT INTO presence_instances (instance_id, beat_at, expires_at)
+            VALUES (\(instance), now(), now() + make_interval(secs => \(seconds)))
+            ON CONFLICT (instance_id) DO UPDATE SET beat_at = EXCLUDED.beat_at, expires_at = EXCLUDED.expires_at
             """,
             writes: true, as: .presence)
     }
@@ -277,6 +286,11 @@ extension ScrollbackStore {
                 WHERE p.instance_id = \(instance)
                   AND (p.user_id IN (SELECT user_id FROM given WHERE sockets = 0)
                        OR (\(replacingAll) AND p.user_id NOT IN (SELECT user_id FROM given)))
+                RETURNING p.user_id
+            ), seen AS (
+                INSERT INTO users AS u (id, last_seen_at)
+                SELECT user_id, now() FROM removed UNION SELECT user_id, now() FROM given WHERE sockets = 0
+                ON CONFLICT (id) DO UPDATE SET last_seen_at = now()
             )
             INSERT INTO presence (user_id, instance_id, sockets)
             SELECT g.user_id, b.instance_id, g.sockets FROM given g, beat b WHERE g.sockets > 0
@@ -285,10 +299,53 @@ extension ScrollbackStore {
             writes: true, as: .presence)
     }
 
-    /// Removes instance `instance` and its presence rows (a clean stop).
+    /// Removes instance `instance` and its presence rows (a clean stop):
+    /// its users were last seen now.
     public func presenceEnd(_ instance: UUID) async throws {
         _ = try await rows(
-            "DELETE FROM presence_instances WHERE instance_id = \(instance)", writes: true, as: .presence)
+            """
+            WITH seen AS (
+                INSERT INTO users AS u (id, last_seen_at)
+                SELECT user_id, now() FROM presence WHERE instance_id = \(instance)
+                ON CONFLICT (id) DO UPDATE SET last_seen_at = now()
+            )
+            DELETE FROM presence_instances WHERE instance_id = \(instance)
+            """,
+            writes: true, as: .presence)
+    }
+
+    /// The presence of conversation `id`'s members as `viewer` may see it;
+    /// nil when the viewer is not a member (strangers see nothing). A user
+    /// who hides their presence looks offline and never seen.
+    public func presence(of id: UUID, for viewer: UserID) async throws -> [MemberPresence]? {
+        let rows = try await rows(
+            """
+            SELECT m.user_id,
+                   NOT COALESCE(u.presence_hidden, false) AND EXISTS (
+                       SELECT 1 FROM presence p JOIN presence_instances i ON i.instance_id = p.instance_id
+                       WHERE p.user_id = m.user_id AND i.expires_at > now()),
+                   CASE WHEN COALESCE(u.presence_hidden, false) THEN NULL ELSE u.last_seen_at END
+            FROM members m LEFT JOIN users u ON u.id = m.user_id
+            WHERE m.conversation_id = \(id)
+              AND EXISTS (SELECT 1 FROM members v WHERE v.conversation_id = \(id) AND v.user_id = \(viewer.rawValue))
+            ORDER BY m.user_id COLLATE "C"
+            """,
+            writes: false, as: .presence)
+        guard !rows.isEmpty else { return nil }
+        return try rows.map { row in
+            let (user, online, seen) = try row.decode((String, Bool, Date?).self)
+            return MemberPresence(userId: user, online: online, lastSeenAt: online ? nil : seen)
+        }
+    }
+
+    /// Hides or shows `user`'s presence to everyone.
+    public func setPresenceHidden(_ hidden: Bool, for user: UserID) async throws {
+        _ = try await rows(
+            """
+            INSERT INTO users (id, presence_hidden) VALUES (\(user.rawValue), \(hidden))
+            ON CONFLICT (id) DO UPDATE SET presence_hidden = EXCLUDED.presence_hidden
+            """,
+            writes: true, as: .presence)
     }
 
     /// Which of `users` have a live socket on an instance that has not expired.

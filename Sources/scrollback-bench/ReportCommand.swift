@@ -25,6 +25,9 @@ struct ReportCommand: ParsableCommand {
     @Option(help: "Commits and sends counted by the server during the grouped send runs (random_groups, random_sends, hot_groups, hot_sends).")
     var sendGroups: String?
 
+    @Option(help: "The outbox's figures over the sends with a webhook receiver (events delivered, seconds until drained, sends).")
+    var outbox: String?
+
     @Option(help: "Where to write the JSON.")
     var output: String
 
@@ -44,6 +47,11 @@ struct ReportCommand: ParsableCommand {
             let groups = try JSONDecoder().decode(
                 SendGroupFigures.self, from: Data(contentsOf: URL(fileURLWithPath: sendGroups)))
             figures += groups.figures
+        }
+        if let outbox {
+            let delivery = try JSONDecoder().decode(
+                OutboxFigures.self, from: Data(contentsOf: URL(fileURLWithPath: outbox)))
+            figures += delivery.figures(runs)
         }
         print(Figure.table(figures))
 
@@ -99,6 +107,38 @@ struct SendGroupFigures: Decodable {
                 4, "sends per commit, \(label), grouped", unit: "", value: Double(sends) / Double(max(groups, 1)),
                 runs: [])
         }
+    }
+}
+
+/// What the transactional outbox costs a send, and how fast its events reach
+/// a webhook receiver: the grouped random sends again with a receiver
+/// configured, beside the same without; the send statement with a sink
+/// registered (the triggers write the events), beside pgbench's without;
+/// events delivered per second over the run and its drain, beside the sends
+/// per second of the run.
+struct OutboxFigures: Decodable {
+    var delivered: Int
+    var seconds: Double
+
+    func figures(_ runs: [String: Measurement]) -> [Figure] {
+        var figures: [Figure] = []
+        if let with = runs["send-random-webhook"], let without = runs["send-random"] {
+            figures.append(
+                Figure(
+                    9, "sends, random conversations, grouped, with a webhook", unit: "req/s", value: with.throughput,
+                    baselineName: "the same without", baseline: without.throughput, runs: [with, without]))
+            figures.append(
+                Figure(
+                    9, "webhook events delivered", unit: "/s", value: Double(delivered) / max(seconds, 1e-9),
+                    baselineName: "sends of that run", baseline: with.throughput, runs: [with]))
+        }
+        if let with = runs["pgbench-send-random-with-sink"], let without = runs["pgbench-send-random"] {
+            figures.append(
+                Figure(
+                    9, "pgbench send statement, random, events written", unit: "req/s", value: with.throughput,
+                    baselineName: "the same without a sink", baseline: without.throughput, runs: [with, without]))
+        }
+        return figures
     }
 }
 

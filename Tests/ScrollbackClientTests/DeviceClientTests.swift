@@ -56,4 +56,24 @@ import Testing
             }
         }
     }
+
+    @Test func presenceIsReadAndHiddenThroughTheKit() async throws {
+        try await LiveCluster.run { cluster in
+            let id = try await cluster.conversation("alice", members: ["bob"])
+            let alice = ClientTests.client(cluster, "alice")
+            let members = try await alice.presence(of: id)
+            #expect(members.map(\.userId) == ["alice", "bob"] && members.allSatisfy { !$0.online })
+            let bob = ClientTests.client(cluster, "bob")
+            let hidden = try await withCheckedThrowingContinuation { continuation in
+                bob.setPresenceHidden(true) { continuation.resume(with: $0) }
+            }
+            #expect(hidden.hidden)
+            do {
+                _ = try await ClientTests.client(cluster, "mallory").presence(of: id)
+                Issue.record("a stranger saw a conversation's presence")
+            } catch let error as ScrollbackError {
+                #expect(error.code == .conversationNotFound)
+            }
+        }
+    }
 }

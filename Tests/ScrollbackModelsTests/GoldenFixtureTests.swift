@@ -71,6 +71,22 @@ struct Golden: Sendable, CustomTestStringConvertible {
 
     static let all: [Golden] = [
         Golden("message", Values.message),
+        Golden("mute_state", MuteState(conversationId: Values.conversationID, muted: true, mutedUntil: Values.createdAt)),
+        Golden("conversation_presence", ConversationPresence(members: [
+            MemberPresence(userId: "alice", online: true, lastSeenAt: nil),
+            MemberPresence(userId: "bob", online: false, lastSeenAt: Values.createdAt),
+        ])),
+        Golden("webhook_event_message", WebhookEvent(
+            id: "41", type: .messageCreated, createdAt: Values.createdAt, conversationId: Values.conversationID,
+            version: 44, seq: 42, data: .message(Values.message))),
+        Golden("webhook_event_read", WebhookEvent(
+            id: "42", type: .readMoved, createdAt: Values.createdAt, conversationId: Values.conversationID,
+            version: nil, seq: 40, data: .member(MemberEventData(userId: "bob", readSeq: 40)))),
+        Golden("push_notification", PushNotification(
+            id: "41:bob", eventId: "41", type: .message, userId: "bob",
+            devices: [PushDevice(deviceId: "iphone-1", platform: .apns, token: "a1b2c3")],
+            conversationId: Values.conversationID, seq: 42, sender: "alice", excerpt: "On my way", mention: false,
+            attachments: 0, counts: PushCounts(unreadMessages: 3, unreadConversations: 2))),
         Golden("message_deleted", Values.deletedMessage),
         Golden("message_reply", Values.reply),
         Golden("message_thread_root", Values.threadRoot),
@@ -205,7 +221,7 @@ enum Values {
     static let conversation = Conversation(
         id: conversationID, title: "Trip", createdBy: "alice", createdAt: createdAt, lastSeq: 42,
         members: ["alice", "bob"], readSeq: 40, unreadCount: 1, unreadMentions: 1, lastMessage: message, version: 44,
-        activity: 9120)
+        activity: 9120, muted: true, mutedUntil: createdAt)
     static let emptyConversation = Conversation(
         id: UUID(uuidString: "00000000-0000-4000-8000-000000000001")!, title: nil, createdBy: "bob",
         createdAt: createdAt, lastSeq: 0, members: ["bob"], activity: 9118)

@@ -32,6 +32,7 @@ func buildRouter(
     UploadController(uploads: uploads).addRoutes(to: v1)
     DeviceController(store: store).addRoutes(to: v1)
     MuteController(store: store).addRoutes(to: v1)
+    PresenceController(store: store).addRoutes(to: v1)
     StreamController.addPlainRoute(to: router)
     if demo { DemoController(tokens: tokens).addRoutes(to: router) }
     router.add(middleware: MethodNotAllowedMiddleware(routes: router.routes.map { ($0.method, $0.path.description) }))
