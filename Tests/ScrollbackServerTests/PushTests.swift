@@ -123,7 +123,11 @@ import Testing
                 try await Task.sleep(for: .milliseconds(50))
             }
             _ = try await store.send(to: id, from: "alice", body: "while online", clientID: nil)
-            try await Task.sleep(for: .seconds(1))
+            // Its event handled (no one to push) before bob goes offline.
+            while try await store.outboxCounts(.push).pending > 0, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(try await store.outboxCounts(.push).pending == 0)
             #expect(gateway.deliveries.isEmpty)
             socket.close()
             while try await !store.online(["bob"]).isEmpty, ContinuousClock.now < deadline {

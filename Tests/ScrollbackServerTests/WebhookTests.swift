@@ -41,6 +41,16 @@ import Testing
         options.pollInterval = .milliseconds(50)
     }
 
+    /// The webhook's counts once nothing is pending (or after 30 s).
+    static func drained(_ store: ScrollbackStore) async throws -> OutboxCounts {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while true {
+            let counts = try await store.outboxCounts(.webhook)
+            if counts.pending == 0 || ContinuousClock.now > deadline { return counts }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
     static func waitForSink(_ store: ScrollbackStore) async throws {
         let deadline = ContinuousClock.now + .seconds(30)
         while try await !store.outboxSinks().contains(.webhook) {
@@ -189,7 +199,8 @@ import Testing
                     return message.body == "next"
                 }
             }
-            let counts = try await server.store.outboxCounts(.webhook)
+            // The delivery is marked once the receiver's answer is in.
+            let counts = try await Self.drained(server.store)
             #expect(counts.dead == 1 && counts.pending == 0)
             func refusedAttempts(_ deliveries: [WebhookReceiver.Delivery]) -> Int {
                 deliveries.filter { delivery in
@@ -201,12 +212,7 @@ import Testing
             refuse.withLockedValue { $0 = false }
             #expect(try await server.store.replayOutbox(.webhook) == 1)
             _ = try await receiver.wait("the replayed event") { refusedAttempts($0) > before }
-            // Marked delivered once the receiver's answer is in.
-            let deadline = ContinuousClock.now + .seconds(30)
-            while try await server.store.outboxCounts(.webhook).pending > 0, ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(20))
-            }
-            let after = try await server.store.outboxCounts(.webhook)
+            let after = try await Self.drained(server.store)
             #expect(after.dead == 0 && after.pending == 0)
         }
     }
