@@ -28,6 +28,9 @@ public struct OutboxEvent: Sendable, Equatable {
     public var attempts: Int
     /// Recipients a push event reached in earlier attempts.
     public var doneUsers: [String]
+    /// The claim's token: marks of a claim whose lease ran out (another
+    /// worker may hold the event now) change nothing.
+    public var lease: UUID
 }
 
 /// How many events of a sink wait, and how many gave up.
@@ -55,12 +58,16 @@ extension ScrollbackStore {
 
     /// Claims up to `limit` due events of `sink` for `lease`: each the first
     /// undelivered event of its conversation, or one after such an event
-    /// that this claim also took, in row order. No other worker takes them
-    /// until the lease ends (a worker that dies gives its events back when
-    /// it does). Claims of one sink run one at a time (an advisory lock), so
-    /// two workers never hold events of one conversation at once.
+    /// that this claim also took, in row order, of conversations none of
+    /// whose events another claim holds. No other worker takes them until
+    /// the lease ends (a worker that dies gives its events back when it
+    /// does). Claims of one sink run one at a time (an advisory lock), so
+    /// two workers never hold events of one conversation at once, even one
+    /// whose rows commit out of id order (read markers take no lock of the
+    /// conversation).
     public func claimOutbox(_ sink: OutboxSink, limit: Int, lease: Duration) async throws -> [OutboxEvent] {
         let leaseSeconds = Double(lease.nanoseconds) / 1e9
+        let token = UUID()
         return try await withTransaction(as: .outbox) { [logger] connection in
             _ = try await connection.query(
                 "SELECT pg_advisory_xact_lock(hashtext('scrollback.outbox'), hashtext(\(sink.rawValue)))",
@@ -68,7 +75,8 @@ extension ScrollbackStore {
             ).collect()
             let rows = try await connection.query(
                 """
-                UPDATE outbox o SET leased_until = clock_timestamp() + make_interval(secs => \(leaseSeconds))
+                UPDATE outbox o SET leased_until = clock_timestamp() + make_interval(secs => \(leaseSeconds)),
+                                    lease_token = \(token)
                 FROM (
                     SELECT c.id FROM outbox c
                     WHERE c.sink = \(sink.rawValue) AND c.state = 'pending' AND c.next_attempt_at <= clock_timestamp()
@@ -76,8 +84,9 @@ extension ScrollbackStore {
                       AND NOT EXISTS (
                           SELECT 1 FROM outbox p
                           WHERE p.sink = c.sink AND p.state = 'pending' AND p.conversation_id = c.conversation_id
-                            AND p.id < c.id
-                            AND (p.next_attempt_at > clock_timestamp() OR p.leased_until >= clock_timestamp()))
+                            AND p.id <> c.id
+                            AND ((p.id < c.id AND p.next_attempt_at > clock_timestamp())
+                                 OR p.leased_until >= clock_timestamp()))
                     ORDER BY c.id LIMIT \(limit)
                     FOR UPDATE SKIP LOCKED
                 ) picked
@@ -93,15 +102,19 @@ extension ScrollbackStore {
                 return OutboxEvent(
                     row: id, event: event, type: type, conversationID: conversation, seq: seq, version: version,
                     user: user.map(UserID.init(rawValue:)), createdAt: createdAt, attempts: Int(attempts),
-                    doneUsers: done ?? [])
+                    doneUsers: done ?? [], lease: token)
             }.sorted { $0.row < $1.row }
         }
     }
 
     /// Marks claimed events delivered, and extends the lease of `renewing`
-    /// (the claimed events still to go) by `lease` from now.
-    public func outboxDelivered(_ rows: [Int64], renewing: [Int64] = [], lease: Duration = .zero) async throws {
-        guard !rows.isEmpty else { return }
+    /// (the claimed events still to go) by `lease` from now; `done` adds
+    /// push recipients reached so far to `renewing`'s first (a push in
+    /// progress). Only rows still held by claim `token` change.
+    public func outboxDelivered(
+        _ rows: [Int64], renewing: [Int64] = [], lease: Duration = .zero, token: UUID, done: [String] = []
+    ) async throws {
+        guard !rows.isEmpty || !renewing.isEmpty else { return }
         let leaseSeconds = Double(lease.nanoseconds) / 1e9
         _ = try await self.rows(
             """
@@ -110,8 +123,10 @@ extension ScrollbackStore {
                 finished_at = CASE WHEN id = ANY(\(rows)) THEN clock_timestamp() END,
                 attempts = attempts + CASE WHEN id = ANY(\(rows)) THEN 1 ELSE 0 END,
                 leased_until = CASE WHEN id = ANY(\(rows)) THEN NULL
-                                    ELSE clock_timestamp() + make_interval(secs => \(leaseSeconds)) END
-            WHERE id = ANY(\(rows + renewing)) AND state = 'pending'
+                                    ELSE clock_timestamp() + make_interval(secs => \(leaseSeconds)) END,
+                done_users = CASE WHEN cardinality(\(done)::text[]) > 0 AND id = \(renewing.first ?? -1)
+                                  THEN COALESCE(done_users, '{}') || \(done)::text[] ELSE done_users END
+            WHERE id = ANY(\(rows + renewing)) AND state = 'pending' AND lease_token = \(token)
             """,
             writes: true, as: .outbox)
     }
@@ -123,7 +138,7 @@ extension ScrollbackStore {
     /// whether the event is now dead.
     @discardableResult
     public func outboxFailed(
-        _ row: Int64, error: String, retryAfter: Duration, window: Duration, done: [String] = []
+        _ row: Int64, token: UUID, error: String, retryAfter: Duration, window: Duration, done: [String] = []
     ) async throws -> Bool {
         let retrySeconds = Double(retryAfter.nanoseconds) / 1e9
         let windowSeconds = Double(window.nanoseconds) / 1e9
@@ -134,13 +149,13 @@ extension ScrollbackStore {
                 done_users = CASE WHEN cardinality(\(done)::text[]) = 0 THEN done_users
                                   ELSE COALESCE(done_users, '{}') || \(done)::text[] END,
                 next_attempt_at = clock_timestamp() + make_interval(secs => \(retrySeconds)),
-                state = CASE WHEN created_at + make_interval(secs => \(windowSeconds))
+                state = CASE WHEN COALESCE(replayed_at, created_at) + make_interval(secs => \(windowSeconds))
                                   < clock_timestamp() + make_interval(secs => \(retrySeconds))
                              THEN 'dead' ELSE 'pending' END,
-                finished_at = CASE WHEN created_at + make_interval(secs => \(windowSeconds))
+                finished_at = CASE WHEN COALESCE(replayed_at, created_at) + make_interval(secs => \(windowSeconds))
                                         < clock_timestamp() + make_interval(secs => \(retrySeconds))
                                    THEN clock_timestamp() END
-            WHERE id = \(row) AND state = 'pending'
+            WHERE id = \(row) AND state = 'pending' AND lease_token = \(token)
             RETURNING state = 'dead'
             """,
             writes: true, as: .outbox)
@@ -149,10 +164,13 @@ extension ScrollbackStore {
 
     /// Gives claimed events back without an attempt (a worker stopping, or
     /// a conversation whose earlier event just failed).
-    public func outboxRelease(_ rows: [Int64]) async throws {
+    public func outboxRelease(_ rows: [Int64], token: UUID) async throws {
         guard !rows.isEmpty else { return }
         _ = try await self.rows(
-            "UPDATE outbox SET leased_until = NULL WHERE id = ANY(\(rows)) AND state = 'pending'",
+            """
+            UPDATE outbox SET leased_until = NULL
+            WHERE id = ANY(\(rows)) AND state = 'pending' AND lease_token = \(token)
+            """,
             writes: true, as: .outbox)
     }
 
@@ -162,7 +180,8 @@ extension ScrollbackStore {
         let rows = try await rows(
             """
             UPDATE outbox SET state = 'pending', attempts = 0, next_attempt_at = clock_timestamp(),
-                              finished_at = NULL, leased_until = NULL, last_error = NULL
+                              finished_at = NULL, leased_until = NULL, last_error = NULL,
+                              replayed_at = clock_timestamp()
             WHERE sink = \(sink.rawValue) AND state = 'dead'
               AND (\(events == nil) OR event = ANY(\(events ?? [])))
             RETURNING 1
@@ -242,9 +261,12 @@ extension ScrollbackStore {
 extension ScrollbackStore {
     /// Keeps instance `instance`'s presence rows alive for `ttl` from now,
     /// and removes instances whose rows expired (killed ones) with theirs.
-    public func presenceBeat(_ instance: UUID, ttl: Duration) async throws {
+    /// Answers whether the instance's row was created anew (it had expired
+    /// and was removed: its rows must be written again).
+    @discardableResult
+    public func presenceBeat(_ instance: UUID, ttl: Duration) async throws -> Bool {
         let seconds = Double(ttl.nanoseconds) / 1e9
-        _ = try await rows(
+        let rows = try await rows(
             """
             WITH lost AS (
                 SELECT p.user_id, max(i.beat_at) AS seen FROM presence p
@@ -259,8 +281,10 @@ extension ScrollbackStore {
             INSERT INTO presence_instances (instance_id, beat_at, expires_at)
             VALUES (\(instance), now(), now() + make_interval(secs => \(seconds)))
             ON CONFLICT (instance_id) DO UPDATE SET beat_at = EXCLUDED.beat_at, expires_at = EXCLUDED.expires_at
+            RETURNING xmax = 0
             """,
             writes: true, as: .presence)
+        return try rows.first?.decode(Bool.self) ?? true
     }
 
     /// Writes how many sockets each of `sockets`' users has on `instance`

@@ -1,3 +1,4 @@
+import Foundation
 import ScrollbackObjectStorage
 @testable import ScrollbackServer
 import ScrollbackStore
@@ -204,6 +205,26 @@ import Testing
         #expect(options.backoff(afterAttempts: 4, unit: 1) == .seconds(8))
         #expect(options.backoff(afterAttempts: 4, unit: 0) == .seconds(4))
         #expect(options.backoff(afterAttempts: 40, unit: 1) == .seconds(300))
+    }
+
+    @Test func signaturesVerifyOnlyOverTheExactBodyAndAFreshTime() throws {
+        let body = Array(#"{"id":"1"}"#.utf8)
+        let now = Date(timeIntervalSince1970: 1_790_000_000)
+        let header = WebhookSignature.sign(body, secret: "0123456789abcdef", timestamp: 1_790_000_000)
+        try WebhookSignature.verify(header, body: body, secret: "0123456789abcdef", now: now)
+        #expect(throws: WebhookSignature.Refusal.mismatch) {
+            try WebhookSignature.verify(header, body: body, secret: "0123456789abcdeF", now: now)
+        }
+        #expect(throws: WebhookSignature.Refusal.stale(seconds: 301)) {
+            try WebhookSignature.verify(header, body: body, secret: "0123456789abcdef", now: now.addingTimeInterval(301))
+        }
+        // A rotating sender may send several v1 values: one matching is enough.
+        try WebhookSignature.verify(header + ",v1=00", body: body, secret: "0123456789abcdef", now: now)
+        for malformed in ["", "t=1", "v1=ab", "t=-9223372036854775808,v1=00", "t=9223372036854775807,v1=00", "garbage"] {
+            #expect(throws: WebhookSignature.Refusal.malformed) {
+                try WebhookSignature.verify(malformed, body: body, secret: "0123456789abcdef", now: now)
+            }
+        }
     }
 
     /// Each environment is refused with a failure that says `message`.

@@ -133,7 +133,7 @@ import Testing
                                 for event in events { delivered[event.conversationID, default: []].append(event.row) }
                             }
                             holders.withLockedValue { holders in for id in mine { holders[id] = nil } }
-                            try await store.outboxDelivered(events.map(\.row))
+                            try await store.outboxDelivered(events.map(\.row), token: events[0].lease)
                         }
                     }
                 }
@@ -152,27 +152,72 @@ import Testing
         try await TestDatabase.withStore { store in
             try await store.registerOutboxSink(.webhook)
             let conversation = try await store.createConversation(creator: "alice", title: nil, members: [])
-            try await store.outboxDelivered(
-                try await store.claimOutbox(.webhook, limit: 10, lease: .seconds(30)).map(\.row))
+            let setup = try await store.claimOutbox(.webhook, limit: 10, lease: .seconds(30))
+            try await store.outboxDelivered(setup.map(\.row), token: setup[0].lease)
             _ = try await store.send(to: conversation.id, from: "alice", body: "first", clientID: nil)
             _ = try await store.send(to: conversation.id, from: "alice", body: "second", clientID: nil)
             let claimed = try await store.claimOutbox(.webhook, limit: 10, lease: .seconds(30))
             #expect(claimed.map(\.seq) == [1, 2])
             let dead = try await store.outboxFailed(
-                claimed[0].row, error: "500", retryAfter: .seconds(60), window: .seconds(3600))
+                claimed[0].row, token: claimed[0].lease, error: "500", retryAfter: .seconds(60), window: .seconds(3600))
             #expect(!dead)
-            try await store.outboxRelease([claimed[1].row])
+            try await store.outboxRelease([claimed[1].row], token: claimed[1].lease)
             #expect(try await store.claimOutbox(.webhook, limit: 10, lease: .seconds(30)).isEmpty)
             // Past its window the event is dead and the conversation goes on.
             _ = try await store.values(Int.self, "UPDATE outbox SET next_attempt_at = now() WHERE id = \(claimed[0].row)")
             let again = try await store.claimOutbox(.webhook, limit: 10, lease: .seconds(30))
             #expect(again.map(\.seq) == [1, 2] && again[0].attempts == 1)
-            #expect(try await store.outboxFailed(again[0].row, error: "500", retryAfter: .seconds(1), window: .zero))
-            try await store.outboxRelease([again[1].row])
-            #expect(try await store.claimOutbox(.webhook, limit: 10, lease: .seconds(30)).map(\.seq) == [2])
+            #expect(
+                try await store.outboxFailed(
+                    again[0].row, token: again[0].lease, error: "500", retryAfter: .seconds(1), window: .zero))
+            try await store.outboxRelease([again[1].row], token: again[1].lease)
+            let next = try await store.claimOutbox(.webhook, limit: 10, lease: .seconds(30))
+            #expect(next.map(\.seq) == [2])
+            try await store.outboxDelivered(next.map(\.row), token: next[0].lease)
             #expect(try await store.outboxCounts(.webhook).dead == 1)
             #expect(try await store.replayOutbox(.webhook) == 1)
             #expect(try await store.outboxCounts(.webhook).dead == 0)
+            // A replay restarts the window: one more failure inside it is not the end.
+            let replayed = try await store.claimOutbox(.webhook, limit: 10, lease: .seconds(30))
+            #expect(replayed.map(\.seq) == [1])
+            #expect(
+                try await !store.outboxFailed(
+                    replayed[0].row, token: replayed[0].lease, error: "500", retryAfter: .seconds(1),
+                    window: .seconds(3600)))
+        }
+    }
+
+    /// A claim whose lease ran out changes nothing once another claim holds
+    /// its events; and a conversation with any event held, even one after
+    /// the first undelivered (a read marker commits out of id order), is
+    /// not claimed by another worker.
+    @Test func aClaimHoldsItsConversationAndAStaleClaimMarksNothing() async throws {
+        try await TestDatabase.withStore { store in
+            try await store.registerOutboxSink(.webhook)
+            let conversation = try await store.createConversation(creator: "alice", title: nil, members: ["bob"])
+            let setup = try await store.claimOutbox(.webhook, limit: 10, lease: .seconds(30))
+            try await store.outboxDelivered(setup.map(\.row), token: setup[0].lease)
+            _ = try await store.send(to: conversation.id, from: "alice", body: "one", clientID: nil)
+            let stale = try await store.claimOutbox(.webhook, limit: 10, lease: .milliseconds(100))
+            #expect(stale.count == 1)
+            try await Task.sleep(for: .milliseconds(300))
+            let fresh = try await store.claimOutbox(.webhook, limit: 10, lease: .seconds(30))
+            #expect(fresh.map(\.row) == stale.map(\.row) && fresh[0].lease != stale[0].lease)
+            try await store.outboxDelivered(stale.map(\.row), token: stale[0].lease)
+            try await store.outboxRelease(stale.map(\.row), token: stale[0].lease)
+            #expect(try await store.outboxCounts(.webhook).pending == 1, "the stale claim marked nothing")
+            #expect(try await store.claimOutbox(.webhook, limit: 10, lease: .seconds(30)).isEmpty)
+            // An older row appearing behind a held one (as a read marker's
+            // commit can) is not handed to another worker meanwhile.
+            _ = try await store.values(
+                Int.self,
+                """
+                INSERT INTO outbox (id, event, sink, type, conversation_id, user_id)
+                VALUES (\(fresh[0].row - 1000), nextval('outbox_events'), 'webhook', 'read.moved', \(conversation.id), 'bob')
+                """)
+            #expect(try await store.claimOutbox(.webhook, limit: 10, lease: .seconds(30)).isEmpty)
+            try await store.outboxDelivered(fresh.map(\.row), token: fresh[0].lease)
+            #expect(try await store.claimOutbox(.webhook, limit: 10, lease: .seconds(30)).map(\.type) == ["read.moved"])
         }
     }
 }

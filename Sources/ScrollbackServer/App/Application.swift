@@ -127,6 +127,11 @@ func outboxServices(
     // A receiver that redirects has not taken the event.
     clientConfiguration.redirectConfiguration = .disallow
     clientConfiguration.timeout.connect = .seconds(5)
+    // A receiver that stalls in its answer's body fails the attempt too.
+    clientConfiguration.timeout.read = .milliseconds(Int64(configuration.deliveryTimeout / .milliseconds(1)))
+    // One connection for each conversation a claim delivers at once: a
+    // request queued for a connection would spend its deadline waiting.
+    clientConfiguration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = configuration.claimLimit
     let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: clientConfiguration)
     if let url = configuration.webhookURL, let secret = configuration.webhookSecret {
         destinations.append(
@@ -145,7 +150,10 @@ func outboxServices(
                 withholdContent: configuration.withholdPushContent, evenOnline: configuration.pushEvenOnline,
                 store: store))
     }
-    return destinations.map {
-        OutboxWorker(store: store, destination: $0, options: configuration, metrics: metrics?.outbox, logger: logger)
-    } + [HTTPClientService(httpClient: client)]
+    // The client first: a service group stops its services in reverse, so
+    // the workers stop before the client they post with.
+    return [HTTPClientService(httpClient: client)]
+        + destinations.map {
+            OutboxWorker(store: store, destination: $0, options: configuration, metrics: metrics?.outbox, logger: logger)
+        }
 }

@@ -55,7 +55,11 @@ final class PresenceTracker: Sendable {
         while !Task.isCancelled {
             do {
                 if ContinuousClock.now - beaten >= Self.heartbeat {
-                    try await store.presenceBeat(instance, ttl: Self.ttl)
+                    // A row created anew: this instance had stalled past its
+                    // expiry and another removed its rows.
+                    if try await store.presenceBeat(instance, ttl: Self.ttl) {
+                        state.withLockedValue { $0.resync = true }
+                    }
                     beaten = .now
                 }
                 try await flush()

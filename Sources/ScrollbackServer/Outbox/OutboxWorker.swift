@@ -8,10 +8,14 @@ import ServiceLifecycle
 protocol OutboxDestination: Sendable {
     var sink: OutboxSink { get }
     /// Delivers `events`, all of one conversation and in their order, one
-    /// after another, calling `delivered` after each that succeeded; stops
-    /// at the first that fails and answers why.
-    func deliver(_ events: [OutboxEvent], delivered: @Sendable (OutboxEvent) async throws -> Void) async throws
-        -> DeliveryFailure?
+    /// after another, calling `delivered` after each that succeeded (and
+    /// `reached` after each recipient of an event that has several, which
+    /// records them and keeps the claim's lease); stops at the first that
+    /// fails and answers why.
+    func deliver(
+        _ events: [OutboxEvent], delivered: @Sendable (OutboxEvent) async throws -> Void,
+        reached: @Sendable (OutboxEvent, [String]) async throws -> Void
+    ) async throws -> DeliveryFailure?
 }
 
 /// An attempt that did not succeed.
@@ -103,23 +107,31 @@ struct OutboxWorker: Service {
     func deliverConversation(_ events: [OutboxEvent]) async {
         let delivered = DeliveredRows()
         do {
-            let failure = try await destination.deliver(events) { event in
-                let rest = events.filter { $0.row > event.row }.map(\.row)
-                try await store.outboxDelivered([event.row], renewing: rest, lease: lease)
-                delivered.add(event.row)
-                metrics?.delivered(sink, latency: Date().timeIntervalSince(event.createdAt))
-            }
+            let failure = try await destination.deliver(
+                events,
+                delivered: { event in
+                    let rest = events.filter { $0.row > event.row }.map(\.row)
+                    try await store.outboxDelivered([event.row], renewing: rest, lease: lease, token: event.lease)
+                    delivered.add(event.row)
+                    metrics?.delivered(sink, latency: Date().timeIntervalSince(event.createdAt))
+                },
+                reached: { event, users in
+                    // The event first: its recipients are recorded on it.
+                    let rest = events.filter { $0.row >= event.row }.map(\.row)
+                    try await store.outboxDelivered([], renewing: rest, lease: lease, token: event.lease, done: users)
+                })
             guard let failure else { return }
+            let token = failure.event.lease
             let rest = events.filter { $0.row > failure.event.row }.map(\.row)
             if Task.isCancelled {
-                try await store.outboxRelease([failure.event.row] + rest)
+                try await store.outboxRelease([failure.event.row] + rest, token: token)
                 return
             }
             let wait = options.backoff(afterAttempts: failure.event.attempts + 1)
             let dead = try await store.outboxFailed(
-                failure.event.row, error: failure.reason, retryAfter: wait, window: options.retryWindow,
+                failure.event.row, token: token, error: failure.reason, retryAfter: wait, window: options.retryWindow,
                 done: failure.done)
-            try await store.outboxRelease(rest)
+            try await store.outboxRelease(rest, token: token)
             metrics?.failed(sink, dead: dead)
             logger.log(
                 level: dead ? .error : .notice,
@@ -135,7 +147,7 @@ struct OutboxWorker: Service {
             logger.warning(
                 "outbox deliveries could not be recorded", metadata: ["sink": "\(sink)", "error": "\(error)"])
             let left = events.map(\.row).filter { !delivered.contains($0) }
-            try? await store.outboxRelease(left)
+            if let token = events.first?.lease { try? await store.outboxRelease(left, token: token) }
         }
     }
 

@@ -19,9 +19,10 @@ struct PushDestination: OutboxDestination {
     let evenOnline: Bool
     let store: ScrollbackStore
 
-    func deliver(_ events: [OutboxEvent], delivered: @Sendable (OutboxEvent) async throws -> Void) async throws
-        -> DeliveryFailure?
-    {
+    func deliver(
+        _ events: [OutboxEvent], delivered: @Sendable (OutboxEvent) async throws -> Void,
+        reached: @Sendable (OutboxEvent, [String]) async throws -> Void
+    ) async throws -> DeliveryFailure? {
         for event in events {
             var done: [String] = []
             do {
@@ -30,6 +31,9 @@ struct PushDestination: OutboxDestination {
                         return DeliveryFailure(event: event, reason: reason, done: done)
                     }
                     done.append(notification.userId)
+                    // Recorded at once, with the lease renewed: a push to
+                    // many takes longer than one lease.
+                    try await reached(event, [notification.userId])
                 }
             } catch {
                 return DeliveryFailure(event: event, reason: "the push could not be prepared: \(error)", done: done)

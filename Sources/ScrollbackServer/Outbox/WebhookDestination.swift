@@ -16,9 +16,10 @@ struct WebhookDestination: OutboxDestination {
     let poster: SignedPost
     let store: ScrollbackStore
 
-    func deliver(_ events: [OutboxEvent], delivered: @Sendable (OutboxEvent) async throws -> Void) async throws
-        -> DeliveryFailure?
-    {
+    func deliver(
+        _ events: [OutboxEvent], delivered: @Sendable (OutboxEvent) async throws -> Void,
+        reached: @Sendable (OutboxEvent, [String]) async throws -> Void
+    ) async throws -> DeliveryFailure? {
         let data: OutboxEventData
         do {
             data = try await OutboxEventData.load(for: events, from: store)

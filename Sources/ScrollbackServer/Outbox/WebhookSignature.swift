@@ -56,7 +56,8 @@ public enum WebhookSignature {
             default: continue
             }
         }
-        guard let timestamp, !signatures.isEmpty else { throw .malformed }
+        // Years 1970 to 9999 only: no arithmetic on a value that would overflow.
+        guard let timestamp, (0...253_402_300_799).contains(timestamp), !signatures.isEmpty else { throw .malformed }
         let skew = abs(Int(now.timeIntervalSince1970) - timestamp)
         guard skew <= tolerance else { throw .stale(seconds: skew) }
         let expected = Array(digest(body, secret: secret, timestamp: timestamp).utf8)
