@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """The outbox under faults (run by scripts/outbox-faults, which starts
-PostgreSQL and two instances posting their webhooks here).
+PostgreSQL and two instances posting their webhooks and their pushes here).
 
-A webhook receiver on loopback records every POST and verifies its
-signature, while senders send chat messages through both instances, phase
+A receiver on loopback, the webhook receiver on /hook and the push gateway
+on /push, records every POST and verifies its signature, while senders
+(the members, each with a device, none with a live socket) send chat
+messages through both instances, phase
 after phase: a clean phase, the receiver answering 500, the receiver
 hanging past the delivery timeout, the receiver down, an instance killed
 mid-delivery, PostgreSQL killed and started again. Afterwards it checks:
@@ -14,6 +16,9 @@ mid-delivery, PostgreSQL killed and started again. Afterwards it checks:
   * the message.created events are exactly the messages stored: every
     acknowledged send has its event, and no send that did not commit has
     one (sends refused, and messages inserted by transactions rolled back);
+  * every member but the sender was pushed every stored message, each
+    member's pushes of a conversation first arrived in order, and no push
+    went to the sender;
   * nothing is left pending or dead in the outbox.
 
 It prints one line per phase and the figures of the clean phase (events
@@ -59,7 +64,8 @@ class Receiver:
     def __init__(self, port, secret):
         self.port, self.secret = port, secret
         self.lock = threading.Lock()
-        self.deliveries = []  # (arrival, phase, event dict, verified)
+        self.deliveries = []  # (arrival, phase, event dict, verified, event id): webhooks
+        self.pushes = []  # (arrival, phase, notification dict, verified, push id): the push gateway
         self.mode = "ok"
         self.phase = "start"
         self.server = None
@@ -85,9 +91,10 @@ class Receiver:
                     return
                 ok = verify(self.headers.get("Scrollback-Signature", ""), body, receiver.secret)
                 event = json.loads(body)
+                event["_attempt"] = self.headers.get("Scrollback-Attempt")
                 with receiver.lock:
-                    receiver.deliveries.append((time.monotonic(), receiver.phase, event, ok,
-                                                self.headers.get("Scrollback-Event-Id")))
+                    (receiver.pushes if self.path == "/push" else receiver.deliveries).append(
+                        (time.monotonic(), receiver.phase, event, ok, self.headers.get("Scrollback-Event-Id")))
                 self.answer(204)
 
             def answer(self, status):
@@ -95,7 +102,13 @@ class Receiver:
                 self.send_header("Content-Length", "0")
                 self.end_headers()
 
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        class Server(http.server.ThreadingHTTPServer):
+            def handle_error(self, request, client_address):
+                # An instance killed mid-request resets its connection: expected here.
+                if not isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+                    super().handle_error(request, client_address)
+
+        self.server = Server(("127.0.0.1", self.port), Handler)
         self.server.daemon_threads = True
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
@@ -119,6 +132,8 @@ class Traffic:
             reply = self.call("POST", "/v1/conversations", self.users[0],
                               {"title": f"c{index}", "members": self.users[1:4]})
             self.conversations.append(reply["id"])
+        for user in self.users[:4]:
+            self.call("PUT", f"/v1/devices/phone-{user}", user, {"platform": "apns", "token": f"token-{user}"})
 
     def call(self, method, path, user, body=None, target=None, attempts=30):
         data = json.dumps(body).encode() if body is not None else None
@@ -199,12 +214,13 @@ def main():
     traffic = Traffic(arguments.targets.split(","), arguments.jwt_secret, conversations=6, rate=8)
     problems = []
 
-    def drain(what, limit=120):
-        """Waits until the outbox has nothing pending."""
+    def drain(what, limit=120, sink=None):
+        """Waits until the outbox (of `sink`, or of every sink) has nothing pending."""
         deadline = time.monotonic() + limit
+        only = f" AND sink = '{sink}'" if sink else ""
         while time.monotonic() < deadline:
             pending = int(psql(arguments.database_url,
-                               "SELECT count(*) FROM outbox WHERE state = 'pending'").strip())
+                               "SELECT count(*) FROM outbox WHERE state = 'pending'" + only).strip())
             if pending == 0:
                 return True
             time.sleep(0.2)
@@ -250,12 +266,14 @@ def main():
     traffic.start(arguments.senders)
     time.sleep(arguments.seconds)
     traffic.stop()
-    backlog = int(psql(arguments.database_url, "SELECT count(*) FROM outbox WHERE state = 'pending'").strip())
+    backlog = int(psql(arguments.database_url,
+                       "SELECT count(*) FROM outbox WHERE state = 'pending' AND sink = 'webhook'").strip())
     before_backlog = len(receiver.deliveries)
     receiver.mode = "ok"
     started = time.monotonic()
-    drain("the backlog")
+    drain("the backlog", sink="webhook")
     took = time.monotonic() - started
+    drain("the backlog's pushes")
     print(f"backlog: {backlog} events waiting drained in {took:.1f} s ({backlog / took:.0f}/s; "
           f"retries wait at most 1 s), {len(receiver.deliveries) - before_backlog} delivered")
 
@@ -298,17 +316,27 @@ def main():
         problems.append(f"{unverified} deliveries whose signature did not verify")
     first = {}
     order = {}
-    for arrival, _, event, _, event_id in receiver.deliveries:
+    for arrival, phase_name, event, _, event_id in receiver.deliveries:
         if event_id in first:
             continue
         first[event_id] = event
-        order.setdefault(event["conversation_id"], []).append(event)
+        order.setdefault(event["conversation_id"], []).append((arrival, phase_name, event))
     misordered = 0
-    for conversation, events in order.items():
+    for conversation, arrivals in order.items():
+        events = [event for _, _, event in arrivals]
         versions = [event["version"] for event in events if event["version"] is not None]
         ids = [int(event["id"]) for event in events]
         if versions != sorted(versions) or len(set(versions)) != len(versions) or ids != sorted(ids):
             misordered += 1
+            # Where: the first inversion, with the arrivals around it.
+            versioned = [index for index, event in enumerate(events) if event["version"] is not None]
+            at = next((index for index in range(1, len(ids)) if ids[index] < ids[index - 1]),
+                      next((b for a, b in zip(versioned, versioned[1:])
+                            if events[b]["version"] <= events[a]["version"]), 0))
+            print(f"  conversation {conversation}: first arrivals out of order at {at}:", file=sys.stderr)
+            for arrival, phase_name, event in arrivals[max(0, at - 4):at + 4]:
+                print(f"    {arrival:.3f} {phase_name} event {event['id']} seq {event['seq']} "
+                      f"version {event['version']} attempt {event['_attempt']}", file=sys.stderr)
     if misordered:
         problems.append(f"{misordered} conversation(s) whose events arrived out of order")
     created = {(event["conversation_id"], event["seq"]) for event in first.values()
@@ -327,6 +355,33 @@ def main():
     bodies = [event["data"].get("body", "") for event in first.values() if event["type"] == "message.created"]
     if any(body.startswith(("refused-", "rolled-back-")) for body in bodies):
         problems.append("an event of a send that did not commit")
+    # The pushes: every member but the sender, for every stored message
+    # (no member has a live socket, none muted the conversation).
+    members = traffic.users[:4]
+    unverified_pushes = sum(1 for push in receiver.pushes if not push[3])
+    if unverified_pushes:
+        problems.append(f"{unverified_pushes} pushes whose signature did not verify")
+    expected_pushes = set()
+    for line in psql(arguments.database_url, "SELECT conversation_id, seq, sender FROM messages").split():
+        conversation, seq, sender = line.split("|")
+        expected_pushes |= {(conversation, int(seq), member) for member in members if member != sender}
+    pushed = {}
+    for arrival, phase_name, push, _, push_id in receiver.pushes:
+        pushed.setdefault(push_id, (push["conversation_id"].lower(), push["seq"], push["user_id"], push["sender"]))
+    got_pushes = {(conversation, seq, user) for conversation, seq, user, _ in pushed.values()}
+    if expected_pushes - got_pushes:
+        problems.append(f"{len(expected_pushes - got_pushes)} (message, member) pair(s) never pushed")
+    if got_pushes - expected_pushes:
+        problems.append(f"{len(got_pushes - expected_pushes)} push(es) of a message not stored or to its sender")
+    push_order = {}
+    for conversation, seq, user, _ in pushed.values():
+        push_order.setdefault((conversation, user), []).append(seq)
+    pushes_misordered = sum(1 for seqs in push_order.values() if seqs != sorted(seqs))
+    if pushes_misordered:
+        problems.append(f"{pushes_misordered} (conversation, member) pair(s) whose pushes arrived out of order")
+    print(f"push: {len(pushed)} pushes, {len(receiver.pushes) - len(pushed)} repeated after faults, "
+          f"{len(expected_pushes - got_pushes)} missing, {unverified_pushes} unverified, "
+          f"{pushes_misordered} out of order")
     left = psql(arguments.database_url, "SELECT count(*) FROM outbox WHERE state <> 'delivered'").strip()
     if left != "0":
         problems.append(f"{left} event(s) pending or dead at the end")

@@ -65,6 +65,18 @@ extension ScrollbackStore {
     /// two workers never hold events of one conversation at once, even one
     /// whose rows commit out of id order (read markers take no lock of the
     /// conversation).
+    ///
+    /// Three statements: the conversations that look claimable; a lock of
+    /// all their undelivered rows, which waits for a mark in flight (a
+    /// worker whose lease ran out may still be renewing it); then the
+    /// choice again, over what is committed now, and the lease. Each choice
+    /// judges every row at one instant, its statement's start: with the
+    /// clock read row by row, a retry falling due during the scan could be
+    /// not yet due as itself but no longer waiting as the earlier event of
+    /// the row after it, which would then be claimed ahead of it. The
+    /// choice is one scan and a sort of the undelivered rows, whatever the
+    /// planner's statistics say (a correlated lookup per row went quadratic
+    /// on a table not analyzed yet).
     public func claimOutbox(_ sink: OutboxSink, limit: Int, lease: Duration) async throws -> [OutboxEvent] {
         let leaseSeconds = Double(lease.nanoseconds) / 1e9
         let token = UUID()
@@ -73,27 +85,39 @@ extension ScrollbackStore {
                 "SELECT pg_advisory_xact_lock(hashtext('scrollback.outbox'), hashtext(\(sink.rawValue)))",
                 logger: logger
             ).collect()
-            let rows = try await connection.query(
+            var bindings = PostgresBindings(capacity: 5)
+            bindings.append(sink.rawValue)
+            bindings.append(nil as [UUID]?)
+            bindings.append(Int64(limit))
+            let candidates = try await connection.query(
+                PostgresQuery(unsafeSQL: "SELECT DISTINCT conversation_id FROM (\(Self.claimable)) r", binds: bindings),
+                logger: logger
+            ).collect().map { try $0.decode(UUID.self) }
+            guard !candidates.isEmpty else { return [] }
+            _ = try await connection.query(
                 """
-                UPDATE outbox o SET leased_until = clock_timestamp() + make_interval(secs => \(leaseSeconds)),
-                                    lease_token = \(token)
-                FROM (
-                    SELECT c.id FROM outbox c
-                    WHERE c.sink = \(sink.rawValue) AND c.state = 'pending' AND c.next_attempt_at <= clock_timestamp()
-                      AND (c.leased_until IS NULL OR c.leased_until < clock_timestamp())
-                      AND NOT EXISTS (
-                          SELECT 1 FROM outbox p
-                          WHERE p.sink = c.sink AND p.state = 'pending' AND p.conversation_id = c.conversation_id
-                            AND p.id <> c.id
-                            AND ((p.id < c.id AND p.next_attempt_at > clock_timestamp())
-                                 OR p.leased_until >= clock_timestamp()))
-                    ORDER BY c.id LIMIT \(limit)
-                    FOR UPDATE SKIP LOCKED
-                ) picked
-                WHERE o.id = picked.id
-                RETURNING o.id, o.event, o.type, o.conversation_id, o.seq, o.version, o.user_id, o.created_at,
-                          o.attempts, o.done_users
+                SELECT id FROM outbox
+                WHERE sink = \(sink.rawValue) AND state = 'pending' AND conversation_id = ANY(\(candidates))
+                ORDER BY id FOR UPDATE
                 """,
+                logger: logger
+            ).collect()
+            bindings = PostgresBindings(capacity: 5)
+            bindings.append(sink.rawValue)
+            bindings.append(candidates)
+            bindings.append(Int64(limit))
+            bindings.append(leaseSeconds)
+            bindings.append(token)
+            let rows = try await connection.query(
+                PostgresQuery(
+                    unsafeSQL: """
+                        UPDATE outbox o SET leased_until = clock_timestamp() + make_interval(secs => $4),
+                                            lease_token = $5
+                        FROM (\(Self.claimable)) picked
+                        WHERE o.id = picked.id
+                        RETURNING o.id, o.event, o.type, o.conversation_id, o.seq, o.version, o.user_id, o.created_at,
+                                  o.attempts, o.done_users
+                        """, binds: bindings),
                 logger: logger
             ).collect()
             return try rows.map { row in
@@ -107,16 +131,37 @@ extension ScrollbackStore {
         }
     }
 
+    /// The rows a claim takes ($1 the sink, $2 the conversations to choose
+    /// among or null for all, $3 the most): undelivered, of conversations
+    /// none of whose rows is leased, before the conversation's first row
+    /// waiting for a retry, in row order.
+    static let claimable = """
+        SELECT id, conversation_id FROM (
+            SELECT id, conversation_id,
+                   min(id) FILTER (WHERE next_attempt_at > statement_timestamp()) OVER w AS waiting_from,
+                   COALESCE(bool_or(leased_until >= statement_timestamp()) OVER w, false) AS held
+            FROM outbox
+            WHERE sink = $1 AND state = 'pending' AND ($2::uuid[] IS NULL OR conversation_id = ANY($2::uuid[]))
+            WINDOW w AS (PARTITION BY conversation_id)
+        ) r
+        WHERE NOT held AND (waiting_from IS NULL OR id < waiting_from)
+        ORDER BY id LIMIT $3
+        """
+
     /// Marks claimed events delivered, and extends the lease of `renewing`
     /// (the claimed events still to go) by `lease` from now; `done` adds
     /// push recipients reached so far to `renewing`'s first (a push in
     /// progress). Only rows still held by claim `token` change.
+    /// Answers whether the claim still held them all: when it did not, its
+    /// lease ran out and another worker has them now, and this one must
+    /// stop delivering them.
+    @discardableResult
     public func outboxDelivered(
         _ rows: [Int64], renewing: [Int64] = [], lease: Duration = .zero, token: UUID, done: [String] = []
-    ) async throws {
-        guard !rows.isEmpty || !renewing.isEmpty else { return }
+    ) async throws -> Bool {
+        guard !rows.isEmpty || !renewing.isEmpty else { return true }
         let leaseSeconds = Double(lease.nanoseconds) / 1e9
-        _ = try await self.rows(
+        let marked = try await self.rows(
             """
             UPDATE outbox SET
                 state = CASE WHEN id = ANY(\(rows)) THEN 'delivered' ELSE state END,
@@ -127,8 +172,10 @@ extension ScrollbackStore {
                 done_users = CASE WHEN cardinality(\(done)::text[]) > 0 AND id = \(renewing.first ?? -1)
                                   THEN COALESCE(done_users, '{}') || \(done)::text[] ELSE done_users END
             WHERE id = ANY(\(rows + renewing)) AND state = 'pending' AND lease_token = \(token)
+            RETURNING 1
             """,
             writes: true, as: .outbox)
+        return marked.count == Set(rows + renewing).count
     }
 
     /// Records a failed attempt of a claimed event: it is tried again after

@@ -203,7 +203,8 @@ import Testing
             try await Task.sleep(for: .milliseconds(300))
             let fresh = try await store.claimOutbox(.webhook, limit: 10, lease: .seconds(30))
             #expect(fresh.map(\.row) == stale.map(\.row) && fresh[0].lease != stale[0].lease)
-            try await store.outboxDelivered(stale.map(\.row), token: stale[0].lease)
+            let staleMarked = try await store.outboxDelivered(stale.map(\.row), token: stale[0].lease)
+            #expect(!staleMarked, "the stale claim hears that it lost its events")
             try await store.outboxRelease(stale.map(\.row), token: stale[0].lease)
             #expect(try await store.outboxCounts(.webhook).pending == 1, "the stale claim marked nothing")
             #expect(try await store.claimOutbox(.webhook, limit: 10, lease: .seconds(30)).isEmpty)
@@ -216,8 +217,60 @@ import Testing
                 VALUES (\(fresh[0].row - 1000), nextval('outbox_events'), 'webhook', 'read.moved', \(conversation.id), 'bob')
                 """)
             #expect(try await store.claimOutbox(.webhook, limit: 10, lease: .seconds(30)).isEmpty)
-            try await store.outboxDelivered(fresh.map(\.row), token: fresh[0].lease)
+            let freshMarked = try await store.outboxDelivered(fresh.map(\.row), token: fresh[0].lease)
+            #expect(freshMarked)
             #expect(try await store.claimOutbox(.webhook, limit: 10, lease: .seconds(30)).map(\.type) == ["read.moved"])
+        }
+    }
+}
+
+extension OutboxStoreTests {
+    /// A claim judges every row at one instant: an earlier event whose
+    /// retry falls due while the claim scans is either taken with the
+    /// events after it or holds them back, never left behind them. Two
+    /// thousand conversations each have an event waiting for its retry
+    /// (falling due one after another over about a second) and a later
+    /// event that is due; claims run back to back until all are taken,
+    /// and each conversation must come whole, in one claim.
+    @Test func aRetryFallingDueDuringAClaimIsNotOvertaken() async throws {
+        try await TestDatabase.withStore { store in
+            try await store.registerOutboxSink(.webhook)
+            let conversations = 2_000
+            _ = try await store.values(
+                Int.self,
+                """
+                WITH c AS (SELECT n, gen_random_uuid() AS id FROM generate_series(1, \(conversations)) n),
+                waiting AS (
+                    INSERT INTO outbox (event, sink, type, conversation_id, seq, next_attempt_at)
+                    SELECT nextval('outbox_events'), 'webhook', 'message.created', id, 1,
+                           clock_timestamp() + make_interval(secs => 0.3 + n * 0.0005)
+                    FROM c ORDER BY n RETURNING conversation_id)
+                SELECT count(*)::int FROM waiting
+                """)
+            _ = try await store.values(
+                Int.self,
+                """
+                WITH due AS (
+                    INSERT INTO outbox (event, sink, type, conversation_id, seq)
+                    SELECT nextval('outbox_events'), 'webhook', 'message.created', conversation_id, 2
+                    FROM outbox ORDER BY id RETURNING 1)
+                SELECT count(*)::int FROM due
+                """)
+            // Statistics, as a busy outbox has them: without, the claim of old
+            // took seconds here (see claimOutbox), and every retry was due.
+            _ = try await store.values(Int.self, "ANALYZE outbox")
+            var claimedIn: [UUID: [Int]] = [:]  // the claim that took each seq
+            var claims = 0
+            let deadline = ContinuousClock.now + .seconds(15)
+            while claimedIn.values.reduce(0, { $0 + $1.count }) < 2 * conversations, ContinuousClock.now < deadline {
+                claims += 1
+                for event in try await store.claimOutbox(.webhook, limit: 100_000, lease: .seconds(60)) {
+                    claimedIn[event.conversationID, default: []].append(claims)
+                }
+            }
+            let split = claimedIn.values.filter { $0.count != 2 || $0[0] != $0[1] }.count
+            #expect(claimedIn.count == conversations)
+            #expect(split == 0, "\(split) of \(conversations) conversations had their later event claimed alone (\(claims) claims)")
         }
     }
 }

@@ -111,14 +111,17 @@ struct OutboxWorker: Service {
                 events,
                 delivered: { event in
                     let rest = events.filter { $0.row > event.row }.map(\.row)
-                    try await store.outboxDelivered([event.row], renewing: rest, lease: lease, token: event.lease)
+                    guard try await store.outboxDelivered([event.row], renewing: rest, lease: lease, token: event.lease)
+                    else { throw ClaimLost() }
                     delivered.add(event.row)
                     metrics?.delivered(sink, latency: Date().timeIntervalSince(event.createdAt))
                 },
                 reached: { event, users in
                     // The event first: its recipients are recorded on it.
                     let rest = events.filter { $0.row >= event.row }.map(\.row)
-                    try await store.outboxDelivered([], renewing: rest, lease: lease, token: event.lease, done: users)
+                    guard
+                        try await store.outboxDelivered([], renewing: rest, lease: lease, token: event.lease, done: users)
+                    else { throw ClaimLost() }
                 })
             guard let failure else { return }
             let token = failure.event.lease
@@ -141,6 +144,12 @@ struct OutboxWorker: Service {
                     "attempt": "\(failure.event.attempts + 1)", "reason": "\(failure.reason)",
                     "retry_in": "\(dead ? "never" : String(format: "%.1f s", wait / .seconds(1)))",
                 ])
+        } catch is ClaimLost {
+            // The lease ran out (a stall longer than the lease): another
+            // worker holds the rest now, and delivers them in order.
+            logger.warning(
+                "an outbox claim ran out before its deliveries were recorded; another worker has them",
+                metadata: ["sink": "\(sink)"])
         } catch {
             // The database went away mid-way: what was not marked is given
             // back when its lease ends, and delivered again (at least once).
@@ -162,6 +171,9 @@ struct OutboxWorker: Service {
         }
     }
 }
+
+/// A mark that found the claim's lease gone: the delivery stops.
+struct ClaimLost: Error {}
 
 /// The rows one conversation's delivery has marked, read after it failed.
 private final class DeliveredRows: Sendable {

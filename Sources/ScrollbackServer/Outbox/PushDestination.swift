@@ -35,6 +35,8 @@ struct PushDestination: OutboxDestination {
                     // many takes longer than one lease.
                     try await reached(event, [notification.userId])
                 }
+            } catch let lost as ClaimLost {
+                throw lost
             } catch {
                 return DeliveryFailure(event: event, reason: "the push could not be prepared: \(error)", done: done)
             }
