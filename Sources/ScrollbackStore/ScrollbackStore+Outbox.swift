@@ -66,17 +66,16 @@ extension ScrollbackStore {
     /// whose rows commit out of id order (read markers take no lock of the
     /// conversation).
     ///
-    /// Three statements: the conversations that look claimable; a lock of
-    /// all their undelivered rows, which waits for a mark in flight (a
-    /// worker whose lease ran out may still be renewing it); then the
-    /// choice again, over what is committed now, and the lease. Each choice
-    /// judges every row at one instant, its statement's start: with the
-    /// clock read row by row, a retry falling due during the scan could be
-    /// not yet due as itself but no longer waiting as the earlier event of
-    /// the row after it, which would then be claimed ahead of it. The
-    /// choice is one scan and a sort of the undelivered rows, whatever the
-    /// planner's statistics say (a correlated lookup per row went quadratic
-    /// on a table not analyzed yet).
+    /// Three statements: the conversations that look claimable (rows in id
+    /// order, each checked against its conversation's, stopping at
+    /// `limit`: cheap however long the backlog); a lock of their first
+    /// undelivered rows, which waits for a mark in flight (a worker whose
+    /// lease ran out may still be renewing it); then the choice among them
+    /// again, over what is committed now, and the lease. Each statement
+    /// judges every row at one instant, its start: with the clock read row
+    /// by row, a retry falling due during the scan could be not yet due as
+    /// itself but no longer waiting as the earlier event of the row after
+    /// it, which would then be claimed ahead of it.
     public func claimOutbox(_ sink: OutboxSink, limit: Int, lease: Duration) async throws -> [OutboxEvent] {
         let leaseSeconds = Double(lease.nanoseconds) / 1e9
         let token = UUID()
@@ -85,39 +84,66 @@ extension ScrollbackStore {
                 "SELECT pg_advisory_xact_lock(hashtext('scrollback.outbox'), hashtext(\(sink.rawValue)))",
                 logger: logger
             ).collect()
-            var bindings = PostgresBindings(capacity: 5)
-            bindings.append(sink.rawValue)
-            bindings.append(nil as [UUID]?)
-            bindings.append(Int64(limit))
             let candidates = try await connection.query(
-                PostgresQuery(unsafeSQL: "SELECT DISTINCT conversation_id FROM (\(Self.claimable)) r", binds: bindings),
+                """
+                SELECT DISTINCT conversation_id FROM (
+                    SELECT c.conversation_id FROM outbox c
+                    WHERE c.sink = \(sink.rawValue) AND c.state = 'pending'
+                      AND c.next_attempt_at <= statement_timestamp()
+                      AND (c.leased_until IS NULL OR c.leased_until < statement_timestamp())
+                      AND NOT EXISTS (
+                          SELECT 1 FROM outbox p
+                          WHERE p.sink = c.sink AND p.state = 'pending' AND p.conversation_id = c.conversation_id
+                            AND p.id <> c.id
+                            AND ((p.id < c.id AND p.next_attempt_at > statement_timestamp())
+                                 OR p.leased_until >= statement_timestamp()))
+                    ORDER BY c.id LIMIT \(limit)
+                ) r
+                """,
                 logger: logger
             ).collect().map { try $0.decode(UUID.self) }
             guard !candidates.isEmpty else { return [] }
+            // The rows a stale claim may still mark are the first undelivered
+            // of their conversation (at most `limit`, and a few read markers
+            // that committed late): locking twice as many covers them, without
+            // locking the whole backlog of a busy conversation.
             _ = try await connection.query(
                 """
                 SELECT id FROM outbox
-                WHERE sink = \(sink.rawValue) AND state = 'pending' AND conversation_id = ANY(\(candidates))
+                WHERE id = ANY(ARRAY(
+                    SELECT id FROM (
+                        SELECT id, row_number() OVER (PARTITION BY conversation_id ORDER BY id) AS n
+                        FROM outbox
+                        WHERE sink = \(sink.rawValue) AND state = 'pending' AND conversation_id = ANY(\(candidates))
+                    ) r
+                    WHERE n <= \(2 * limit)))
                 ORDER BY id FOR UPDATE
                 """,
                 logger: logger
             ).collect()
-            bindings = PostgresBindings(capacity: 5)
-            bindings.append(sink.rawValue)
-            bindings.append(candidates)
-            bindings.append(Int64(limit))
-            bindings.append(leaseSeconds)
-            bindings.append(token)
+            // The choice among them: undelivered rows of conversations none
+            // of whose rows is leased, before the conversation's first row
+            // waiting for a retry, in row order.
             let rows = try await connection.query(
-                PostgresQuery(
-                    unsafeSQL: """
-                        UPDATE outbox o SET leased_until = clock_timestamp() + make_interval(secs => $4),
-                                            lease_token = $5
-                        FROM (\(Self.claimable)) picked
-                        WHERE o.id = picked.id
-                        RETURNING o.id, o.event, o.type, o.conversation_id, o.seq, o.version, o.user_id, o.created_at,
-                                  o.attempts, o.done_users
-                        """, binds: bindings),
+                """
+                UPDATE outbox o SET leased_until = clock_timestamp() + make_interval(secs => \(leaseSeconds)),
+                                    lease_token = \(token)
+                FROM (
+                    SELECT id FROM (
+                        SELECT id,
+                               min(id) FILTER (WHERE next_attempt_at > statement_timestamp()) OVER w AS waiting_from,
+                               COALESCE(bool_or(leased_until >= statement_timestamp()) OVER w, false) AS held
+                        FROM outbox
+                        WHERE sink = \(sink.rawValue) AND state = 'pending' AND conversation_id = ANY(\(candidates))
+                        WINDOW w AS (PARTITION BY conversation_id)
+                    ) r
+                    WHERE NOT held AND (waiting_from IS NULL OR id < waiting_from)
+                    ORDER BY id LIMIT \(limit)
+                ) picked
+                WHERE o.id = picked.id
+                RETURNING o.id, o.event, o.type, o.conversation_id, o.seq, o.version, o.user_id, o.created_at,
+                          o.attempts, o.done_users
+                """,
                 logger: logger
             ).collect()
             return try rows.map { row in
@@ -130,23 +156,6 @@ extension ScrollbackStore {
             }.sorted { $0.row < $1.row }
         }
     }
-
-    /// The rows a claim takes ($1 the sink, $2 the conversations to choose
-    /// among or null for all, $3 the most): undelivered, of conversations
-    /// none of whose rows is leased, before the conversation's first row
-    /// waiting for a retry, in row order.
-    static let claimable = """
-        SELECT id, conversation_id FROM (
-            SELECT id, conversation_id,
-                   min(id) FILTER (WHERE next_attempt_at > statement_timestamp()) OVER w AS waiting_from,
-                   COALESCE(bool_or(leased_until >= statement_timestamp()) OVER w, false) AS held
-            FROM outbox
-            WHERE sink = $1 AND state = 'pending' AND ($2::uuid[] IS NULL OR conversation_id = ANY($2::uuid[]))
-            WINDOW w AS (PARTITION BY conversation_id)
-        ) r
-        WHERE NOT held AND (waiting_from IS NULL OR id < waiting_from)
-        ORDER BY id LIMIT $3
-        """
 
     /// Marks claimed events delivered, and extends the lease of `renewing`
     /// (the claimed events still to go) by `lease` from now; `done` adds

@@ -13,6 +13,16 @@ import Testing
         try await store.values(String.self, "SELECT type || ':' || sink FROM outbox ORDER BY id")
     }
 
+    /// A conversation of alice and bob whose creation's events (webhook
+    /// sink) are delivered: the outbox holds nothing pending.
+    static func conversationWithItsCreationDelivered(_ store: ScrollbackStore) async throws -> Conversation {
+        try await store.registerOutboxSink(.webhook)
+        let conversation = try await store.createConversation(creator: "alice", title: nil, members: ["bob"])
+        let setup = try await store.claimOutbox(.webhook, limit: 10, lease: .seconds(30))
+        try await store.outboxDelivered(setup.map(\.row), token: setup[0].lease)
+        return conversation
+    }
+
     @Test func withoutASinkNothingIsWritten() async throws {
         try await TestDatabase.withStore { store in
             let conversation = try await store.createConversation(creator: "alice", title: nil, members: ["bob"])
@@ -193,10 +203,7 @@ import Testing
     /// not claimed by another worker.
     @Test func aClaimHoldsItsConversationAndAStaleClaimMarksNothing() async throws {
         try await TestDatabase.withStore { store in
-            try await store.registerOutboxSink(.webhook)
-            let conversation = try await store.createConversation(creator: "alice", title: nil, members: ["bob"])
-            let setup = try await store.claimOutbox(.webhook, limit: 10, lease: .seconds(30))
-            try await store.outboxDelivered(setup.map(\.row), token: setup[0].lease)
+            let conversation = try await Self.conversationWithItsCreationDelivered(store)
             _ = try await store.send(to: conversation.id, from: "alice", body: "one", clientID: nil)
             let stale = try await store.claimOutbox(.webhook, limit: 10, lease: .milliseconds(100))
             #expect(stale.count == 1)
@@ -271,6 +278,46 @@ extension OutboxStoreTests {
             let split = claimedIn.values.filter { $0.count != 2 || $0[0] != $0[1] }.count
             #expect(claimedIn.count == conversations)
             #expect(split == 0, "\(split) of \(conversations) conversations had their later event claimed alone (\(claims) claims)")
+        }
+    }
+}
+
+extension OutboxStoreTests {
+    /// A worker whose lease ran out may be renewing it at the moment
+    /// another claims: the claim waits for that mark and then leaves the
+    /// conversation alone, rather than taking the events around the row the
+    /// mark holds (the next event would be posted ahead of it).
+    @Test func aClaimWaitsForAStaleMarkInFlightAndLeavesItsConversation() async throws {
+        try await TestDatabase.withStore { store in
+            let conversation = try await Self.conversationWithItsCreationDelivered(store)
+            _ = try await store.send(to: conversation.id, from: "alice", body: "one", clientID: nil)
+            _ = try await store.send(to: conversation.id, from: "alice", body: "two", clientID: nil)
+            let stale = try await store.claimOutbox(.webhook, limit: 10, lease: .milliseconds(100))
+            #expect(stale.count == 2)
+            try await Task.sleep(for: .milliseconds(300))
+            _ = try await store.send(to: conversation.id, from: "alice", body: "three", clientID: nil)
+            let claimed = try await TestDatabase.otherConnection(to: store) { connection in
+                // The stale worker's mark: the first delivered, the second
+                // renewed, not committed yet.
+                _ = try await connection.query("BEGIN", logger: .init(label: "test"))
+                _ = try await connection.query(
+                    """
+                    UPDATE outbox SET
+                        state = CASE WHEN id = \(stale[0].row) THEN 'delivered' ELSE state END,
+                        leased_until = CASE WHEN id = \(stale[0].row) THEN NULL
+                                            ELSE clock_timestamp() + interval '30 seconds' END
+                    WHERE id = ANY(\(stale.map(\.row))) AND lease_token = \(stale[0].lease)
+                    """, logger: .init(label: "test"))
+                let claim = Task { try await store.claimOutbox(.webhook, limit: 10, lease: .seconds(30)) }
+                try await Task.sleep(for: .milliseconds(500))
+                _ = try await connection.query("COMMIT", logger: .init(label: "test"))
+                return try await claim.value
+            }
+            #expect(claimed.isEmpty, "claimed \(claimed.map(\.seq)) while the stale worker holds seq 2")
+            // Once the stale worker is done, the rest goes in order.
+            try await store.outboxDelivered([stale[1].row], token: stale[0].lease)
+            let next = try await store.claimOutbox(.webhook, limit: 10, lease: .seconds(30))
+            #expect(next.map(\.seq) == [3])
         }
     }
 }
