@@ -110,18 +110,13 @@ struct OutboxWorker: Service {
             let failure = try await destination.deliver(
                 events,
                 delivered: { event in
-                    let rest = events.filter { $0.row > event.row }.map(\.row)
-                    guard try await store.outboxDelivered([event.row], renewing: rest, lease: lease, token: event.lease)
-                    else { throw ClaimLost() }
+                    try await mark([event.row], renewing: events.filter { $0.row > event.row }, token: event.lease)
                     delivered.add(event.row)
                     metrics?.delivered(sink, latency: Date().timeIntervalSince(event.createdAt))
                 },
                 reached: { event, users in
                     // The event first: its recipients are recorded on it.
-                    let rest = events.filter { $0.row >= event.row }.map(\.row)
-                    guard
-                        try await store.outboxDelivered([], renewing: rest, lease: lease, token: event.lease, done: users)
-                    else { throw ClaimLost() }
+                    try await mark([], renewing: events.filter { $0.row >= event.row }, token: event.lease, done: users)
                 })
             guard let failure else { return }
             let token = failure.event.lease
@@ -158,6 +153,15 @@ struct OutboxWorker: Service {
             let left = events.map(\.row).filter { !delivered.contains($0) }
             if let token = events.first?.lease { try? await store.outboxRelease(left, token: token) }
         }
+    }
+
+    /// Marks `rows` delivered and renews the lease of `renewing`; throws
+    /// `ClaimLost` when the claim no longer holds them.
+    private func mark(_ rows: [Int64], renewing: [OutboxEvent], token: UUID, done: [String] = []) async throws {
+        guard
+            try await store.outboxDelivered(
+                rows, renewing: renewing.map(\.row), lease: lease, token: token, done: done)
+        else { throw ClaimLost() }
     }
 
     func housekeep() async {
