@@ -36,12 +36,8 @@ CREATE TABLE outbox (
     state           text        NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'delivered', 'dead')),
     attempts        integer     NOT NULL DEFAULT 0,
     next_attempt_at timestamptz NOT NULL DEFAULT clock_timestamp(),
-    -- A worker's claim: no other worker takes the row (nor another row of
-    -- its conversation) until it ends; every mark checks the claim's token.
+    -- A worker's claim: no other worker takes the row until it ends.
     leased_until    timestamptz,
-    lease_token     uuid,
-    -- A replay restarts the retry window from then.
-    replayed_at     timestamptz,
     last_error      text,
     finished_at     timestamptz,
     -- The recipients a push event has already reached (a retry skips them).

@@ -30,6 +30,28 @@ import Testing
         }
     }
 
+    /// A database that applied 013 before claims carried tokens (no
+    /// `lease_token`, no `replayed_at`) gets them from 015, and its outbox
+    /// claims and marks work.
+    @Test func anOutboxFromBeforeClaimTokensIsUpgraded() async throws {
+        try await TestDatabase.withStore { store in
+            _ = try await store.values(
+                Int.self,
+                """
+                WITH d AS (DELETE FROM schema_migrations WHERE name = '015_outbox_claim_tokens' RETURNING 1)
+                SELECT count(*)::int FROM d
+                """)
+            _ = try await store.values(Int.self, "ALTER TABLE outbox DROP COLUMN lease_token, DROP COLUMN replayed_at")
+            #expect(try await store.migrate() == ["015_outbox_claim_tokens"])
+            try await store.registerOutboxSink(.webhook)
+            _ = try await store.createConversation(creator: "alice", title: nil, members: ["bob"])
+            let claimed = try await store.claimOutbox(.webhook, limit: 10, lease: .seconds(30))
+            #expect(claimed.map(\.type) == ["conversation.created", "member.added", "member.added"])
+            #expect(try await store.outboxDelivered(claimed.map(\.row), token: claimed[0].lease))
+            #expect(try await store.replayOutbox(.webhook) == 0)
+        }
+    }
+
     @Test func embeddedMigrationsMatchTheSQLFolder() throws {
         let names = try FileManager.default.contentsOfDirectory(atPath: "sql").filter { $0.hasSuffix(".sql") }.sorted()
         #expect(Migration.embedded.map { $0.name + ".sql" } == names)
