@@ -17,6 +17,10 @@ const state = {
   typingSent: 0,
   typingTimers: new Map(),
   readSeqs: new Map(),
+  // The open conversation's members: user id -> { online, last_seen_at },
+  // and the users a presence frame told of since the last read began.
+  presence: new Map(),
+  presenceFramed: new Set(),
 };
 
 // MARK: HTTP
@@ -162,6 +166,8 @@ async function openConversation(conversation) {
     thread: null,
   };
   state.readSeqs = new Map();
+  state.presence = new Map();
+  renderPresence();
   renderReplying();
   renderThread();
   $("conversation").hidden = false;
@@ -184,7 +190,35 @@ async function openConversation(conversation) {
 
 function subscribe() {
   if (!state.open || !state.socketOpen) return;
-  send({ type: "subscribe", conversation_id: state.open.id, after_seq: state.open.lastSeq });
+  send({ type: "subscribe", conversation_id: state.open.id, after_seq: state.open.lastSeq, presence: true });
+}
+
+/// Reads where the members stand once the subscription is live; presence
+/// frames keep it current, and one that arrives meanwhile is newer.
+async function readPresence(id) {
+  state.presenceFramed = new Set();
+  try {
+    const read = await api("GET", `/v1/conversations/${id}/presence`);
+    if (!state.open || state.open.id !== id) return;
+    for (const member of read.members) {
+      if (!state.presenceFramed.has(member.user_id)) state.presence.set(member.user_id, member);
+    }
+    renderPresence();
+  } catch (error) {
+    showError(error);
+  }
+}
+
+/// "bob online", or "bob seen 14:02", for the other members.
+function renderPresence() {
+  const others = [...state.presence.values()].filter((m) => m.user_id !== state.user);
+  others.sort((a, b) => (a.user_id < b.user_id ? -1 : 1));
+  $("presence").textContent = others
+    .map((m) => m.online ? `${m.user_id} online`
+      : m.last_seen_at ? `${m.user_id} seen ${new Date(m.last_seen_at).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" })}`
+      : null)
+    .filter(Boolean)
+    .join(" · ");
 }
 
 /// Renders the open conversation: oldest first, pending sends after the
@@ -817,6 +851,16 @@ function receive(frame) {
       break;
     case "typing":
       if (here) showTyping(frame.user_id);
+      break;
+    case "subscribed":
+      if (here) readPresence(open.id);
+      break;
+    case "presence":
+      if (here) {
+        state.presenceFramed.add(frame.user_id);
+        state.presence.set(frame.user_id, frame);
+        renderPresence();
+      }
       break;
     case "read":
       if (frame.cursor !== undefined) {

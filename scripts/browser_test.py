@@ -303,6 +303,8 @@ def run(url, server, screenshots):
         second = browser(900, 700)
         sign_in(second, url, "bob")
         open_conversation(second, short, 3)
+        until(first, "bob online in alice's window", lambda: "bob online" in first.find_element(By.ID, "presence").text)
+        check(True, "presence: alice's window shows \"bob online\" once bob's window is open")
         box = second.find_element(By.ID, "body")
         box.send_keys("hello from bob")
         sent = time.monotonic()

@@ -49,6 +49,10 @@ public final class ConversationFeed: Sendable {
         /// The last refusal the feed could not retry past: a fetch that
         /// failed for good, or why the live stream ended.
         public internal(set) var failure: ScrollbackError?
+        /// Who of the members is online, and when the others were last
+        /// seen, by user id: read each time the stream is live (after every
+        /// reconnect), then kept current by the stream's `presence` frames.
+        public internal(set) var presence: [String: MemberPresence] = [:]
 
         mutating func noteRead(_ user: String, through seq: Int64) {
             readSeqs[user] = max(readSeqs[user] ?? 0, seq)
@@ -115,6 +119,10 @@ public final class ConversationFeed: Sendable {
         var fills: [Int: (reached: Int64, through: Int64)] = [:]
         /// The bodies of sends not acknowledged yet, by client id, for `retry(clientId:)`.
         var unacknowledged: [String: PendingSend] = [:]
+        /// The users a `presence` frame told of since the last read of
+        /// presence began (newer than that read), and which read is the last.
+        var presenceFramed: Set<String> = []
+        var presenceReads = 0
 
         mutating func takeId() -> Int {
             defer { nextId += 1 }
@@ -243,11 +251,16 @@ public final class ConversationFeed: Sendable {
             case .connected:
                 core.state.connection = .live
                 publishQuiet(in: &core)
+                readPresence(in: &core)
             case .disconnected(let reason):
                 core.state.connection = .reconnecting(reason: reason)
                 publishQuiet(in: &core)
             case .read(let user, let seq):
                 core.state.noteRead(user, through: seq)
+                publishQuiet(in: &core)
+            case .presence(let presence):
+                core.presenceFramed.insert(presence.userId)
+                core.state.presence[presence.userId] = presence
                 publishQuiet(in: &core)
             case .message, .updated, .typing, .memberRemoved:
                 break  // the timeline's, or nothing to show
@@ -279,6 +292,36 @@ public final class ConversationFeed: Sendable {
 
     /// Runs `work` as one of the feed's tasks. Its closure holds the feed
     /// weakly, so a feed the app lets go of ends (and cancels it).
+    /// Reads the members' presence, the stream being live: its frames keep
+    /// it current from then on, and one that arrives while the read is under
+    /// way is newer than what the read answers.
+    private func readPresence(in core: inout Core) {
+        core.presenceFramed = []
+        core.presenceReads += 1
+        let (client, id, read) = (self.client, conversationId, core.presenceReads)
+        spawn(in: &core) { [weak self] in
+            let members = await Self.untilAnswered(client) { () async throws(ScrollbackError) in
+                try await client.presence(of: id)
+            }
+            self?.presenceRead(members, read: read)
+        }
+    }
+
+    /// A read of presence answered: a refusal leaves presence as the
+    /// frames tell it (the stream reports why it ends, if it does).
+    private func presenceRead(_ members: Result<[MemberPresence], ScrollbackError>?, read: Int) {
+        guard case .success(let members)? = members else { return }
+        core.withLockedValue { core in
+            guard !core.isStopped, read == core.presenceReads else { return }
+            var presence = core.state.presence.filter { core.presenceFramed.contains($0.key) }
+            for member in members where !core.presenceFramed.contains(member.userId) {
+                presence[member.userId] = member
+            }
+            core.state.presence = presence
+            publishQuiet(in: &core)
+        }
+    }
+
     private func spawn(in core: inout Core, _ work: @escaping @Sendable () async -> Void) {
         let id = core.takeId()
         core.tasks[id] = Task { [weak self] in

@@ -191,7 +191,7 @@ public struct LiveProtocol: Sendable, Equatable {
             return connect()
         case (.opened, .connecting):
             phase = .subscribing
-            return [.send(.subscribe(conversationId: conversationId, afterSeq: lastSeq))]
+            return [.send(.subscribe(conversationId: conversationId, afterSeq: lastSeq, presence: true))]
         case (.received(let frame), .subscribing), (.received(let frame), .live):
             guard work == nil else {
                 held.append(frame)
@@ -328,6 +328,8 @@ public struct LiveProtocol: Sendable, Equatable {
             return [.emit(.read(userId: user, seq: seq))]
         case .typing(_, let user):
             return [.emit(.typing(userId: user))]
+        case .presence(_, let presence):
+            return [.emit(.presence(presence))]
         case .memberRemoved:
             return [.emit(.memberRemoved)] + finish(nil)
         case .resyncRequired(_, let seq):

@@ -15,6 +15,9 @@ public enum LiveEvent: Sendable, Equatable {
     case updated(Message)
     case read(userId: String, seq: Int64)
     case typing(userId: String)
+    /// A member came online, went offline or hid their presence (which
+    /// looks like offline, never seen).
+    case presence(MemberPresence)
     /// The socket is subscribed and caught up (after each reconnect too):
     /// the conversation's last seq and version when it subscribed, so a
     /// timeline asks for the changes after `version` and no earlier.

@@ -132,12 +132,12 @@ struct SocketRouting: Sendable, Equatable {
     /// its topic lose nothing when the server replaces their subscription.
     private mutating func shared(_ frame: ClientFrame, from subscriber: Subscriber) -> ClientFrame {
         switch frame {
-        case .subscribe(let id, let after):
+        case .subscribe(let id, let after, let presence):
             confirming.insert(subscriber)
             let topic = LiveTopic.conversation(id)
             defer { subscribed.insert(topic) }
             guard subscribed.contains(topic), let seen = carried[id] else { return frame }
-            return .subscribe(conversationId: id, afterSeq: min(after ?? seen, seen))
+            return .subscribe(conversationId: id, afterSeq: min(after ?? seen, seen), presence: presence)
         case .subscribeInbox(let after):
             confirming.insert(subscriber)
             defer { subscribed.insert(.inbox) }
@@ -214,7 +214,7 @@ struct SocketRouting: Sendable, Equatable {
             listeners = on(.conversation(message.conversationId))
         case .messageUpdated(let message):
             listeners = on(.conversation(message.conversationId))
-        case .read(let id, _, _), .typing(let id, _), .resyncRequired(let id, _):
+        case .read(let id, _, _), .typing(let id, _), .presence(let id, _), .resyncRequired(let id, _):
             listeners = on(.conversation(id))
         case .memberRemoved(let id):
             listeners = on(.conversation(id))

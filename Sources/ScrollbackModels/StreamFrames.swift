@@ -13,7 +13,9 @@ public enum ClientFrame: Codable, Sendable, Equatable {
     case auth(token: String)
     /// Live events of a conversation. With `afterSeq`, first every message
     /// after it (exact resume); without, only what happens from now on.
-    case subscribe(conversationId: UUID, afterSeq: Int64?)
+    /// With `presence`, also `presence` frames: members coming online and
+    /// going offline.
+    case subscribe(conversationId: UUID, afterSeq: Int64?, presence: Bool = false)
     case unsubscribe(conversationId: UUID)
     /// A send with the validation, limits and idempotency of
     /// `POST /v1/conversations/{id}/messages`; `clientId` is required here
@@ -41,6 +43,7 @@ public enum ClientFrame: Codable, Sendable, Equatable {
         case attachments
         case seq
         case after
+        case presence
     }
 
     /// The values of `type`.
@@ -57,7 +60,8 @@ public enum ClientFrame: Codable, Sendable, Equatable {
         case "subscribe":
             self = .subscribe(
                 conversationId: try container.decode(UUID.self, forKey: .conversationId),
-                afterSeq: try container.decodeIfPresent(Int64.self, forKey: .afterSeq))
+                afterSeq: try container.decodeIfPresent(Int64.self, forKey: .afterSeq),
+                presence: try container.decodeIfPresent(Bool.self, forKey: .presence) ?? false)
         case "unsubscribe":
             self = .unsubscribe(conversationId: try container.decode(UUID.self, forKey: .conversationId))
         case "send":
@@ -90,10 +94,11 @@ public enum ClientFrame: Codable, Sendable, Equatable {
         case .auth(let token):
             try container.encode("auth", forKey: .type)
             try container.encode(token, forKey: .token)
-        case .subscribe(let id, let afterSeq):
+        case .subscribe(let id, let afterSeq, let presence):
             try container.encode("subscribe", forKey: .type)
             try container.encode(id.lowercased, forKey: .conversationId)
             try container.encodeIfPresent(afterSeq, forKey: .afterSeq)
+            if presence { try container.encode(true, forKey: .presence) }
         case .unsubscribe(let id):
             try container.encode("unsubscribe", forKey: .type)
             try container.encode(id.lowercased, forKey: .conversationId)
@@ -146,6 +151,10 @@ public enum ServerFrame: Codable, Sendable, Equatable {
     case typing(conversationId: UUID, userId: String)
     /// The caller was removed from the conversation; nothing more of it follows.
     case memberRemoved(conversationId: UUID)
+    /// A member came online (a first socket on any instance) or went
+    /// offline (their last one closed, or its instance stopped beating), or
+    /// hid their presence (then: offline, never seen).
+    case presence(conversationId: UUID, MemberPresence)
     /// A frame could not be served. `ref` names what it was about: the
     /// `client_id` of a send, or the conversation of any other frame.
     /// `retryAfter` (code `rate_limited`): seconds to wait before trying
@@ -201,6 +210,7 @@ public enum ServerFrame: Codable, Sendable, Equatable {
         case .ack: "ack"
         case .read, .inboxRead: "read"
         case .typing: "typing"
+        case .presence: "presence"
         case .memberRemoved, .inboxMemberRemoved: "member_removed"
         case .error: "error"
         case .resyncRequired, .inboxResyncRequired: "resync_required"
@@ -244,6 +254,8 @@ public enum ServerFrame: Codable, Sendable, Equatable {
             }
         case "typing":
             self = .typing(conversationId: try id(), userId: try container.decode(String.self, forKey: .userId))
+        case "presence":
+            self = .presence(conversationId: try id(), try MemberPresence(from: decoder))
         case "member_removed":
             if let cursor = try container.decodeIfPresent(String.self, forKey: .cursor) {
                 self = .inboxMemberRemoved(conversationId: try id(), cursor: cursor)
@@ -302,6 +314,9 @@ public enum ServerFrame: Codable, Sendable, Equatable {
             try container.encode(userId, forKey: .userId)
         case .memberRemoved(let id):
             try container.encode(id.lowercased, forKey: .conversationId)
+        case .presence(let id, let presence):
+            try container.encode(id.lowercased, forKey: .conversationId)
+            try presence.encode(to: encoder)
         case .error(let code, let message, let ref, let retryAfter):
             try container.encode(code, forKey: .code)
             try container.encode(message, forKey: .message)
@@ -454,6 +469,16 @@ extension ServerFrame: JSONWritable {
             writer.key("conversation_id")
             writer.uuid(id)
             writeType(to: &writer)
+        case .presence(let id, let presence):
+            writer.key("conversation_id")
+            writer.uuid(id)
+            writer.key("last_seen_at")
+            writer.timestamp(presence.lastSeenAt)
+            writer.key("online")
+            writer.bool(presence.online)
+            writeType(to: &writer)
+            writer.key("user_id")
+            writer.string(presence.userId)
         case .error(let code, let message, let ref, let retryAfter):
             writer.key("code")
             writer.string(code.rawValue)

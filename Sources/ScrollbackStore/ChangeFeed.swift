@@ -22,6 +22,11 @@ public enum FeedEvent: Sendable, Equatable {
     case memberAdded(conversation: UUID, user: UserID)
     /// A member is typing: sent, never stored.
     case typing(conversation: UUID, user: UserID)
+    /// Whether these users are online anywhere may have changed (a first
+    /// socket on an instance, a last one closed, an instance that expired,
+    /// presence hidden or shown): their presence is read again
+    /// (`ScrollbackStore+Presence.swift`). User ids have no `:`.
+    case presence(users: [UserID])
 
     /// The one channel of the feed.
     public static let channel = "scrollback_feed"
@@ -54,6 +59,11 @@ public enum FeedEvent: Sendable, Equatable {
     /// The event of a payload; nil for one this version does not know.
     public init?(payload: String) {
         let parts = payload.split(separator: ":", omittingEmptySubsequences: false)
+        if parts.first == "o" {
+            guard parts.count >= 2 else { return nil }
+            self = .presence(users: parts.dropFirst().map { UserID(rawValue: String($0)) })
+            return
+        }
         guard parts.count >= 3, let conversation = UUID(uuidString: String(parts[1])) else { return nil }
         switch (parts[0], parts.count) {
         case ("m", 4), ("u", 4):
@@ -99,15 +109,20 @@ public enum FeedEvent: Sendable, Equatable {
     /// version does not know (from a newer instance during a rolling
     /// deploy) may still change what the conversation's pages show.
     static func conversation(in payload: String) -> UUID? {
+        guard !payload.hasPrefix("o:") else { return nil }
         let parts = payload.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
         return parts.count >= 2 ? UUID(uuidString: String(parts[1])) : nil
     }
 
-    public var conversation: UUID {
+    /// The conversation the event is about; nil for presence, which is a
+    /// user's in all their conversations.
+    public var conversation: UUID? {
         switch self {
         case .changed(let id, _, _), .read(let id, _, _), .memberRemoved(let id, _), .memberAdded(let id, _),
             .typing(let id, _):
             id
+        case .presence:
+            nil
         }
     }
 }

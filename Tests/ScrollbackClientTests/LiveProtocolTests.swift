@@ -143,7 +143,7 @@ extension SimulatedClient {
         switch step {
         case .connect:
             server.connect()
-        case .send(.subscribe(_, let after)):
+        case .send(.subscribe(_, let after, _)):
             if let problem = server.subscribe(after: after) { problems.append(problem) }
         case .send(let frame):
             problems.append("sent \(frame)")
@@ -239,13 +239,13 @@ extension SimulatedClient {
     @Test func theFirstSocketSubscribesFromTheSeqAskedForAndConnectedCarriesTheVersion() {
         var live = Self.live(after: 7)
         #expect(live.handle(.start) == [.connect, .startTimer(.subscribeDeadline(attempt: 1), after: .seconds(10))])
-        #expect(live.handle(.opened) == [.send(.subscribe(conversationId: Self.id, afterSeq: 7))])
+        #expect(live.handle(.opened) == [.send(.subscribe(conversationId: Self.id, afterSeq: 7, presence: true))])
         #expect(live.handle(Self.subscribed(9, version: 12)) == [.emit(.connected(lastSeq: 9, version: 12))])
         #expect(live.phase == .live && live.lastSeq == 7)
 
         var fromNow = Self.live(after: nil)
         _ = fromNow.handle(.start)
-        #expect(fromNow.handle(.opened) == [.send(.subscribe(conversationId: Self.id, afterSeq: nil))])
+        #expect(fromNow.handle(.opened) == [.send(.subscribe(conversationId: Self.id, afterSeq: nil, presence: true))])
         #expect(fromNow.handle(Self.subscribed(9, version: 12)) == [.emit(.connected(lastSeq: 9, version: 12))])
         #expect(fromNow.lastSeq == 9, "from now on: what the conversation had when subscribed counts as delivered")
     }
@@ -265,7 +265,7 @@ extension SimulatedClient {
         let refused = live.handle(.failed(reason: "connection refused"))
         #expect(!refused.contains { if case .emit = $0 { true } else { false } })
         _ = live.handle(.timerFired(.reconnect(attempt: 2)))
-        #expect(live.handle(.opened) == [.send(.subscribe(conversationId: Self.id, afterSeq: 3))])
+        #expect(live.handle(.opened) == [.send(.subscribe(conversationId: Self.id, afterSeq: 3, presence: true))])
         history.append()
         // The changes since the last subscription hold nothing not seen live.
         #expect(live.handle(Self.subscribed(4, version: 4)) == [.fetchChanges(since: 0, limit: APILimits.changesLimit.upperBound)])
@@ -444,7 +444,7 @@ extension SimulatedClient {
         let failed = live.handle(.fetchFailed(.transport(message: "GET: connection reset")))
         #expect(failed.prefix(2) == [.disconnect, .emit(.disconnected(reason: "GET: connection reset"))])
         _ = live.handle(.timerFired(.reconnect(attempt: 1)))
-        #expect(live.handle(.opened) == [.send(.subscribe(conversationId: Self.id, afterSeq: 2))])
+        #expect(live.handle(.opened) == [.send(.subscribe(conversationId: Self.id, afterSeq: 2, presence: true))])
     }
 
     @Test func cancellingEndsTheStream() {
@@ -543,7 +543,7 @@ struct SimulatedStream: SimulatedClient {
             if subscribedFrame?.seq != seq || subscribedFrame?.version != version {
                 problems.append("connected(\(seq), \(version)) after subscribed \(String(describing: subscribedFrame))")
             }
-        case .disconnected, .read, .typing, .memberRemoved:
+        case .disconnected, .read, .typing, .presence, .memberRemoved:
             break
         }
     }

@@ -53,7 +53,7 @@ import Testing
         var window = Window()
         window.apply(.pageLoaded(Self.newest(history)))
         _ = window.handle(.start)
-        #expect(window.handle(.opened) == [.send(.subscribe(conversationId: Self.id, afterSeq: history.lastSeq))])
+        #expect(window.handle(.opened) == [.send(.subscribe(conversationId: Self.id, afterSeq: history.lastSeq, presence: true))])
         _ = window.handle(Self.subscribed(history))
         #expect(window.takeEffects().isEmpty)
         return window
@@ -72,7 +72,7 @@ import Testing
         // A reconnect resumes after the newest held; the gap is not asked for again.
         _ = window.handle(.closed(code: 1006, reason: "reset"))
         _ = window.handle(.timerFired(.reconnect(attempt: 1)))
-        #expect(window.handle(.opened) == [.send(.subscribe(conversationId: Self.id, afterSeq: 10))])
+        #expect(window.handle(.opened) == [.send(.subscribe(conversationId: Self.id, afterSeq: 10, presence: true))])
         _ = window.handle(Self.subscribed(history))
         #expect(window.takeEffects().isEmpty, "the fill under way covers it")
         window.apply(.pageLoaded(history.page(after: 5, limit: 20)))
@@ -87,7 +87,7 @@ import Testing
         for _ in 6...9 { history.append() }
         let edited = history.edit(2)
         _ = window.handle(.timerFired(.reconnect(attempt: 1)))
-        #expect(window.handle(.opened) == [.send(.subscribe(conversationId: Self.id, afterSeq: 5))])
+        #expect(window.handle(.opened) == [.send(.subscribe(conversationId: Self.id, afterSeq: 5, presence: true))])
         let live = window.handle(Self.subscribed(history))
         #expect(live == [.emit(.connected(lastSeq: 9, version: history.version))])
         // The backlog 6...9 follows on the socket: only the edit is fetched.

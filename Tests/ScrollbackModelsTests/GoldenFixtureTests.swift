@@ -133,6 +133,9 @@ struct Golden: Sendable, CustomTestStringConvertible {
         Golden("client_frame_auth", ClientFrame.auth(token: "eyJhbGciOiJIUzI1NiJ9.e30.sig")),
         Golden("client_frame_subscribe", ClientFrame.subscribe(conversationId: Values.conversationID, afterSeq: 41)),
         Golden("client_frame_subscribe_live", ClientFrame.subscribe(conversationId: Values.conversationID, afterSeq: nil)),
+        Golden(
+            "client_frame_subscribe_with_presence",
+            ClientFrame.subscribe(conversationId: Values.conversationID, afterSeq: 41, presence: true)),
         Golden("client_frame_unsubscribe", ClientFrame.unsubscribe(conversationId: Values.conversationID)),
         Golden(
             "client_frame_send",
@@ -151,6 +154,15 @@ struct Golden: Sendable, CustomTestStringConvertible {
         Golden("server_frame_read", ServerFrame.read(conversationId: Values.conversationID, userId: "bob", seq: 41)),
         Golden("server_frame_typing", ServerFrame.typing(conversationId: Values.conversationID, userId: "bob")),
         Golden("server_frame_member_removed", ServerFrame.memberRemoved(conversationId: Values.conversationID)),
+        Golden(
+            "server_frame_presence_online",
+            ServerFrame.presence(
+                conversationId: Values.conversationID, MemberPresence(userId: "bob", online: true, lastSeenAt: nil))),
+        Golden(
+            "server_frame_presence_offline",
+            ServerFrame.presence(
+                conversationId: Values.conversationID,
+                MemberPresence(userId: "bob", online: false, lastSeenAt: Values.editedAt))),
         Golden(
             "server_frame_error",
             ServerFrame.error(code: .idempotencyConflict, message: "This client_id was already used.", ref: "c-7f3a")),

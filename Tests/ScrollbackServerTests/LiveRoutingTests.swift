@@ -460,6 +460,7 @@ private func describe(_ frame: ServerFrame) -> String {
     case .messageUpdated(let message): "updated \(message.seq) v\(message.version)"
     case .read(_, let user, let seq): "read \(user) \(seq)"
     case .typing(_, let user): "typing \(user)"
+    case .presence(_, let presence): "presence \(presence.userId) \(presence.online)"
     case .memberRemoved: "member_removed"
     case .resyncRequired(_, let lastSeq): "resync \(lastSeq)"
     case .ack, .error, .pong, .inboxSubscribed, .conversationActivity, .memberAdded, .inboxRead, .inboxMemberRemoved,
@@ -472,7 +473,7 @@ extension ServerFrame {
     fileprivate var conversation: UUID? {
         switch self {
         case .subscribed(let id, _, _), .read(let id, _, _), .typing(let id, _), .memberRemoved(let id),
-            .resyncRequired(let id, _):
+            .resyncRequired(let id, _), .presence(let id, _):
             id
         case .message(let message), .messageUpdated(let message): message.conversationId
         case .ack, .error, .pong, .inboxSubscribed, .conversationActivity, .memberAdded, .inboxRead,
@@ -690,7 +691,8 @@ private struct Simulation {
     }
 
     mutating func notify(_ event: FeedEvent) {
-        note("write \(event)".replacingOccurrences(of: event.conversation.uuidString, with: name(event.conversation)))
+        let id = event.conversation!
+        note("write \(event)".replacingOccurrences(of: id.uuidString, with: name(id)))
         if listening { notifications.append(event) }
     }
 

@@ -17,8 +17,10 @@ extension LiveCluster {
 
     /// Subscribes and waits for `subscribed`, returning it.
     @discardableResult
-    func subscribe(_ client: StreamClient, to id: UUID, after: Int64? = nil) async throws -> (lastSeq: Int64, version: Int64) {
-        try client.send(.subscribe(conversationId: id, afterSeq: after))
+    func subscribe(_ client: StreamClient, to id: UUID, after: Int64? = nil, presence: Bool = false) async throws
+        -> (lastSeq: Int64, version: Int64)
+    {
+        try client.send(.subscribe(conversationId: id, afterSeq: after, presence: presence))
         let frame = try await client.next { if case .subscribed = $0 { true } else { $0.isError } }
         guard case .subscribed(_, let lastSeq, let version) = frame else {
             Issue.record("expected subscribed, got \(frame)")

@@ -348,4 +348,88 @@ extension OutboxStoreTests {
             #expect(try await store.online(["dave"]).isEmpty)
         }
     }
+
+    /// An instance that stalled past its expiry is removed, with its rows,
+    /// by the next beat of another; its next write says its row was
+    /// created anew, so that it writes all its users again.
+    @Test func aWriteAfterExpiryAsksForEverythingAgain() async throws {
+        try await TestDatabase.withStore { store in
+            let (stalled, other) = (UUID(), UUID())
+            #expect(try await store.presenceWrite(stalled, ttl: .milliseconds(200), sockets: [("bob", 1), ("carol", 1)], replacingAll: true))
+            #expect(try await !store.presenceWrite(stalled, ttl: .milliseconds(200), sockets: [("bob", 2)], replacingAll: false))
+            try await Task.sleep(for: .milliseconds(400))
+            #expect(try await store.presenceBeat(other, ttl: .seconds(30)))
+            #expect(try await store.presenceWrite(stalled, ttl: .seconds(30), sockets: [("bob", 1)], replacingAll: false))
+            // Carol's row went with the expired one, until the full write.
+            #expect(try await store.online(["bob", "carol"]) == ["bob"])
+            #expect(try await !store.presenceWrite(stalled, ttl: .seconds(30), sockets: [("bob", 1), ("carol", 1)], replacingAll: true))
+            #expect(try await store.online(["bob", "carol"]) == ["bob", "carol"])
+            // A beat never removes its own instance's row.
+            #expect(try await !store.presenceBeat(other, ttl: .seconds(30)))
+        }
+    }
+
+    /// The users of the `presence` notifications on the feed's channel,
+    /// one set per payload, among `ours` (the channel is the database's,
+    /// shared with the tests running at once).
+    final class PresenceNotifications: Sendable {
+        let payloads = NIOLockedValueBox<[Set<String>]>([])
+        let ours: Set<String>
+        init(_ ours: Set<String>) { self.ours = ours }
+
+        func handle(_ signal: FeedSignal) {
+            guard case .event(.presence(let users)) = signal else { return }
+            let mine = Set(users.map(\.rawValue)).intersection(ours)
+            if !mine.isEmpty { payloads.withLockedValue { $0.append(mine) } }
+        }
+
+        /// What arrives within a moment after `write`.
+        func after(_ write: () async throws -> Void) async throws -> [Set<String>] {
+            payloads.withLockedValue { $0.removeAll() }
+            try await write()
+            try await Task.sleep(for: .milliseconds(300))
+            return payloads.withLockedValue { $0 }
+        }
+    }
+
+    /// Only a user's first row on an instance and their last one going
+    /// name them on the feed (whether they are online anywhere may have
+    /// changed); a count that moves does not, and a user who hides their
+    /// presence is never named but for the hiding itself.
+    @Test func presenceIsNotifiedForRowsThatComeAndGoAndNeverForTheHidden() async throws {
+        try await TestDatabase.withStore { store in
+            let suffix = UUID().uuidString.prefix(8).lowercased()
+            let (bob, carol, dave) = ("bob-\(suffix)", "carol-\(suffix)", "dave-\(suffix)")
+            let crowd = (0..<250).map { "user\($0)-\(suffix)" }
+            let notifications = PresenceNotifications(Set([bob, carol, dave] + crowd))
+            let listening = NIOLockedValueBox(false)
+            let listener = Task {
+                await store.listenToFeed { signal in
+                    if signal == .listening { listening.withLockedValue { $0 = true } }
+                    notifications.handle(signal)
+                }
+            }
+            defer { listener.cancel() }
+            while !listening.withLockedValue({ $0 }) { try await Task.sleep(for: .milliseconds(10)) }
+
+            let instance = UUID()
+            func write(_ sockets: [(String, Int)], all: Bool = false) async throws {
+                try await store.presenceWrite(instance, ttl: .seconds(30), sockets: sockets, replacingAll: all)
+            }
+            #expect(try await notifications.after { try await write([(bob, 1), (carol, 1)]) } == [[bob, carol]])
+            #expect(try await notifications.after { try await write([(bob, 3)]) } == [])
+            #expect(try await notifications.after { try await store.setPresenceHidden(true, for: UserID(rawValue: dave)) } == [[dave]])
+            #expect(try await notifications.after { try await write([(dave, 1)]) } == [])
+            #expect(try await notifications.after { try await write([(carol, 0)]) } == [[carol]])
+
+            // Many at once: in payloads of at most 100 users, all of them named.
+            let many = try await notifications.after { try await write(crowd.map { ($0, 1) }) }
+            #expect(many.allSatisfy { $0.count <= 100 } && many.count == 3)
+            #expect(many.reduce(into: Set<String>()) { $0.formUnion($1) } == Set(crowd))
+
+            // A clean stop names everyone it held but the hidden.
+            let ended = try await notifications.after { try await store.presenceEnd(instance) }
+            #expect(ended.reduce(into: Set<String>()) { $0.formUnion($1) } == Set([bob] + crowd))
+        }
+    }
 }

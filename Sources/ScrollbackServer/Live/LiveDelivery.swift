@@ -32,7 +32,8 @@ public struct LiveDelivery: Service {
             slowConsumerCloses: self.metrics.slowConsumerCloses,
             onRefusedSocket: { metrics?.refusedConnection(kind: "socket") })
         self.logger = logger
-        self.presence = PresenceTracker(store: store, logger: logger)
+        self.presence = PresenceTracker(
+            store: store, ttl: options.presenceTTL, heartbeat: options.presenceHeartbeat, logger: logger)
     }
 
     /// Whether the change feed's listening connection is in place (part of
@@ -59,16 +60,29 @@ public struct LiveDelivery: Service {
         }
     }
 
-    /// Reads what the feed announced, one read per conversation, and fans
-    /// it out; a read that fails is tried again shortly. A conversation is
+    /// Reads what the feed announced, one read per conversation (and one of
+    /// the presence it named), and fans it out; a read that fails is tried again shortly. A conversation is
     /// never read twice at once: the next pass starts after every read of
     /// this one was applied. Ends with `stopWorker` or cancellation.
     private func catchUp() async {
         for await _ in hub.wakeUps {
             let requests = await hub.takeReads()
             let inboxRequests = await hub.takeInboxReads()
+            let presence = await hub.takePresence()
             var failed = false
             await withTaskGroup(of: Bool.self) { group in
+                if let presence {
+                    group.addTask { [store, hub] in
+                        do {
+                            let rows = try await store.presence(of: presence.users, in: presence.conversations)
+                            await hub.apply(rows, for: presence)
+                            return true
+                        } catch {
+                            await hub.retry(presence)
+                            return false
+                        }
+                    }
+                }
                 for request in inboxRequests {
                     group.addTask { [store, hub] in
                         do {

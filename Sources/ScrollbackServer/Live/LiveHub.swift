@@ -16,6 +16,14 @@ actor LiveHub {
     private var inbox = InboxRouting()
     private var sockets: [Int: StreamSocket] = [:]
     private var shuttingDown = false
+    /// Presence: the users an `o:` notification named since the last pass
+    /// (`everyone`: all members of the subscribed conversations, after the
+    /// feed's connection was lost), and what this instance last told of
+    /// each user its subscribers watch, so that a notification that changes
+    /// nothing (a second socket elsewhere) sends no frame.
+    private var presenceNamed: Set<UserID> = []
+    private var presenceOfEveryone = false
+    private var announced: [UserID: MemberPresence] = [:]
     /// Wakes the catch-up worker when a conversation is marked for a read.
     /// Keeping only the newest wake-up is enough: the worker takes every
     /// marked conversation at once, and a mark made after that take yields
@@ -66,10 +74,10 @@ actor LiveHub {
 
     /// A subscription in its pending phase; reads are buffered for it until
     /// `activate`.
-    func register(_ socket: StreamSocket, user: UserID, to id: UUID) {
+    func register(_ socket: StreamSocket, user: UserID, to id: UUID, presence: Bool = false) {
         // A socket that has left would keep the subscription forever.
         guard sockets[socket.id] != nil else { return }
-        routing.register(socket: socket.id, user: user, to: id)
+        routing.register(socket: socket.id, user: user, to: id, presence: presence)
     }
 
     /// Makes a pending subscription live with its own snapshot: `subscribed`,
@@ -119,6 +127,77 @@ actor LiveHub {
     func handle(_ signal: FeedSignal) {
         perform(routing.handle(signal, at: .now))
         perform(inbox.handle(signal))
+        switch signal {
+        case .event(.presence(let users)):
+            presenceNamed.formUnion(users)
+            wakeWorker.yield()
+        case .listening:
+            presenceOfEveryone = true
+            wakeWorker.yield()
+        case .event, .lost:
+            break
+        }
+    }
+
+    // MARK: Presence, for the catch-up worker
+
+    /// Whose presence to read, and in which conversations.
+    struct PresenceRequest: Sendable {
+        /// Nil: every member of `conversations`.
+        var users: [UserID]?
+        var conversations: [UUID]
+    }
+
+    /// The presence to read since the last call (nil: none); call it on
+    /// each of `wakeUps`.
+    func takePresence() -> PresenceRequest? {
+        defer {
+            presenceNamed.removeAll()
+            presenceOfEveryone = false
+        }
+        guard presenceOfEveryone || !presenceNamed.isEmpty else { return nil }
+        let conversations = routing.presenceConversations
+        let users = presenceOfEveryone ? nil : Array(presenceNamed)
+        guard !conversations.isEmpty else {
+            // Nobody here watches them.
+            forgetPresence(except: [], of: users)
+            return nil
+        }
+        return PresenceRequest(users: users, conversations: conversations)
+    }
+
+    /// Tells each subscriber the presence that changed since this instance
+    /// last told it: `rows` is the read of `request`.
+    func apply(_ rows: [ConversationMemberPresence], for request: PresenceRequest) {
+        var now: [UserID: MemberPresence] = [:]
+        for row in rows { now[UserID(rawValue: row.presence.userId)] = row.presence }
+        forgetPresence(except: Set(now.keys), of: request.users)
+        var changed: Set<UserID> = []
+        for (user, presence) in now where announced[user] != presence {
+            announced[user] = presence
+            changed.insert(user)
+        }
+        guard !changed.isEmpty else { return }
+        for row in rows where changed.contains(UserID(rawValue: row.presence.userId)) {
+            perform(routing.presence(row.presence, in: row.conversation))
+        }
+    }
+
+    /// A read of presence that failed is tried again by the next pass.
+    func retry(_ request: PresenceRequest) {
+        if let users = request.users { presenceNamed.formUnion(users) } else { presenceOfEveryone = true }
+        wakeWorker.yield()
+    }
+
+    /// Forgets what was told of the users of `users` (nil: all) who are
+    /// not in `kept`: no subscriber here watches them now, and whatever they
+    /// become is told in full once one does.
+    private func forgetPresence(except kept: Set<UserID>, of users: [UserID]?) {
+        if let users {
+            for user in users where !kept.contains(user) { announced[user] = nil }
+        } else {
+            announced = announced.filter { kept.contains($0.key) }
+        }
     }
 
     // MARK: Reads, for the catch-up worker

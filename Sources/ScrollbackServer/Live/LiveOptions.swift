@@ -21,6 +21,10 @@ public struct LiveOptions: Sendable {
     /// `SCROLLBACK_MAX_SOCKETS`: open live-stream sockets; one more is
     /// closed with 1013 (try again later) right after the upgrade.
     public var maxSockets = 5_000
+    /// Presence: how often this instance beats, and how long after its last
+    /// beat its users still count as online (when it was killed).
+    public var presenceHeartbeat: Duration = .seconds(10)
+    public var presenceTTL: Duration = .seconds(30)
 
     public init() {}
 

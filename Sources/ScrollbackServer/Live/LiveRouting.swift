@@ -113,6 +113,8 @@ struct LiveRouting {
 
     private struct Subscription {
         let user: UserID
+        /// It asked for `presence` frames.
+        let presence: Bool
         var phase: Phase
     }
 
@@ -273,8 +275,9 @@ struct LiveRouting {
     /// A subscription in its pending phase: reads are buffered for it until
     /// `activate`. A subscription of the socket to the same conversation is
     /// replaced.
-    mutating func register(socket: SocketID, user: UserID, to id: UUID) {
-        feeds[id, default: Feed()].subscriptions[socket] = Subscription(user: user, phase: .pending([]))
+    mutating func register(socket: SocketID, user: UserID, to id: UUID, presence: Bool = false) {
+        feeds[id, default: Feed()].subscriptions[socket] = Subscription(
+            user: user, presence: presence, phase: .pending([]))
         conversationsBySocket[socket, default: []].insert(id)
     }
 
@@ -368,7 +371,7 @@ struct LiveRouting {
     }
 
     private mutating func handle(_ event: FeedEvent, at now: ContinuousClock.Instant, _ effects: inout Effects) {
-        guard let feed = feeds[event.conversation] else { return }
+        guard let conversation = event.conversation, let feed = feeds[conversation] else { return }
         switch event {
         case .changed(let id, _, let version):
             guard let position = feed.position else {
@@ -393,7 +396,22 @@ struct LiveRouting {
             endSubscriptions(in: id, &effects) { _, subscription in subscription.user == user }
         case .memberAdded:
             break  // for inboxes; a subscriber is a member already
+        case .presence:
+            break  // read by the hub's presence pass, then `presence(_:in:)`
         }
+    }
+
+    /// The conversations with subscribers here that asked for presence.
+    var presenceConversations: [UUID] {
+        feeds.compactMap { id, feed in feed.subscriptions.values.contains { $0.presence } ? id : nil }
+    }
+
+    /// Tells the subscribers of `id` that asked for presence (pending ones
+    /// after their snapshot) that a member's presence changed.
+    mutating func presence(_ presence: MemberPresence, in id: UUID) -> Effects {
+        var effects = Effects()
+        fanOut(.other(ServerFrameBytes(.presence(conversationId: id, presence))), in: id, &effects) { $0.presence }
+        return effects
     }
 
     // MARK: Reads, for the catch-up worker
@@ -465,11 +483,13 @@ struct LiveRouting {
     }
 
     /// Gives `item` to every subscriber of `id`: buffered while pending, sent once live.
-    private mutating func fanOut(_ item: Item, in id: UUID, _ effects: inout Effects) {
+    private mutating func fanOut(
+        _ item: Item, in id: UUID, _ effects: inout Effects, to included: (Subscription) -> Bool = { _ in true }
+    ) {
         // Out of the dictionary while it changes, so the buffers are not copied.
         guard var feed = feeds.removeValue(forKey: id) else { return }
         var frames = Frames()
-        for socket in Array(feed.subscriptions.keys) {
+        for socket in Array(feed.subscriptions.keys) where included(feed.subscriptions[socket]!) {
             let user = feed.subscriptions[socket]!.user
             feed.subscriptions[socket]!.phase.take(item) {
                 effects.sends.append(Send(socket: socket, frame: frames.frame(for: $0, to: user)))

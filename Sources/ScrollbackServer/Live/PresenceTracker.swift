@@ -9,14 +9,16 @@ import ScrollbackStore
 /// knows who is online anywhere: the push gateway skips them. Changes are
 /// written within a second, in batches; a heartbeat keeps the instance's
 /// rows alive, and an instance that stops beating (killed) takes its users
-/// offline once its expiry passes (`ttl`). A clean stop deletes them at once.
+/// offline once its expiry passes (`ttl`): the next beat of any instance
+/// removes it and tells the members who watch. A clean stop deletes them
+/// at once.
 final class PresenceTracker: Sendable {
     let instance = UUID()
     let store: ScrollbackStore
     let logger: Logger
     /// How long the rows of an instance that stopped beating count.
-    static let ttl = Duration.seconds(30)
-    static let heartbeat = Duration.seconds(10)
+    let ttl: Duration
+    let heartbeat: Duration
     static let flushInterval = Duration.milliseconds(500)
 
     private struct State {
@@ -29,8 +31,10 @@ final class PresenceTracker: Sendable {
 
     private let state = NIOLockedValueBox(State())
 
-    init(store: ScrollbackStore, logger: Logger) {
+    init(store: ScrollbackStore, ttl: Duration, heartbeat: Duration, logger: Logger) {
         self.store = store
+        self.ttl = ttl
+        self.heartbeat = heartbeat
         self.logger = logger
     }
 
@@ -51,13 +55,13 @@ final class PresenceTracker: Sendable {
 
     /// Writes changes until cancelled, then deletes this instance's rows.
     func run() async {
-        var beaten = ContinuousClock.now - Self.heartbeat
+        var beaten = ContinuousClock.now - heartbeat
         while !Task.isCancelled {
             do {
-                if ContinuousClock.now - beaten >= Self.heartbeat {
+                if ContinuousClock.now - beaten >= heartbeat {
                     // A row created anew: this instance had stalled past its
                     // expiry and another removed its rows.
-                    if try await store.presenceBeat(instance, ttl: Self.ttl) {
+                    if try await store.presenceBeat(instance, ttl: ttl) {
                         state.withLockedValue { $0.resync = true }
                     }
                     beaten = .now
@@ -82,7 +86,11 @@ final class PresenceTracker: Sendable {
         }
         guard full || !changes.isEmpty else { return }
         do {
-            try await store.presenceWrite(instance, ttl: Self.ttl, sockets: changes, replacingAll: full)
+            // Created anew (and not in full): the rows of the users not in
+            // this write had gone with the expired row.
+            if try await store.presenceWrite(instance, ttl: ttl, sockets: changes, replacingAll: full), !full {
+                state.withLockedValue { $0.resync = true }
+            }
         } catch {
             // Written again in full next time.
             state.withLockedValue { $0.resync = true }

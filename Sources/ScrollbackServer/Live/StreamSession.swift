@@ -141,9 +141,9 @@ struct StreamSession {
             switch frame {
             case .auth(let token):
                 await authenticate(socket, token: { token })
-            case .subscribe(let id, let afterSeq):
+            case .subscribe(let id, let afterSeq, let presence):
                 try limiter.check(.subscribe, for: user)
-                try await subscribe(socket, user: user, to: id, after: afterSeq)
+                try await subscribe(socket, user: user, to: id, after: afterSeq, presence: presence)
             case .unsubscribe(let id):
                 await live.hub.unsubscribe(socket, from: id)
             case .subscribeInbox(let after):
@@ -174,12 +174,14 @@ struct StreamSession {
 
     /// Makes a subscription live: pending in the hub first, so nothing read
     /// meanwhile is missed, then the subscriber's own snapshot and backlog.
-    private func subscribe(_ socket: StreamSocket, user: UserID, to id: UUID, after afterSeq: Int64?) async throws {
+    private func subscribe(
+        _ socket: StreamSocket, user: UserID, to id: UUID, after afterSeq: Int64?, presence: Bool
+    ) async throws {
         if let afterSeq, afterSeq < 0 {
             throw APIError.unprocessable(.invalidField, "Field `after_seq` must be 0 or more.")
         }
         // Replaces a subscription to the same conversation, if any.
-        await live.hub.register(socket, user: user, to: id)
+        await live.hub.register(socket, user: user, to: id, presence: presence)
         do {
             guard
                 let snapshot = try await store.feed(
@@ -233,7 +235,7 @@ extension ClientFrame {
     /// The conversation a frame is about, as an error frame's `ref`.
     var conversationRef: String? {
         switch self {
-        case .subscribe(let id, _), .unsubscribe(let id), .send(let id, _, _, _, _), .read(let id, _), .typing(let id):
+        case .subscribe(let id, _, _), .unsubscribe(let id), .send(let id, _, _, _, _), .read(let id, _), .typing(let id):
             id.uuidString.lowercased()
         case .auth, .ping, .subscribeInbox, .unsubscribeInbox:
             nil

@@ -18,8 +18,9 @@ struct LiveMetrics: Sendable {
     private let queuedBytes: Gauge
     private let listening: Gauge
 
-    /// The `kind` of a notification: what happened in the conversation.
-    static let notificationKinds = ["message", "read", "member_added", "member_removed", "typing"]
+    /// The `kind` of a notification: what happened in a conversation, or
+    /// `presence` (users whose presence may have changed).
+    static let notificationKinds = ["message", "read", "member_added", "member_removed", "typing", "presence"]
 
     init(factory: any MetricsFactory) {
         slowConsumerCloses = Counter(label: "scrollback_live_slow_consumer_closes_total", factory: factory)
@@ -74,6 +75,7 @@ struct LiveMetrics: Sendable {
         case .memberRemoved: "member_removed"
         case .memberAdded: "member_added"
         case .typing: "typing"
+        case .presence: "presence"
         }
     }
 }
