@@ -21,6 +21,10 @@ const state = {
   // and the users a presence frame told of since the last read began.
   presence: new Map(),
   presenceFramed: new Set(),
+  // The open conversation's members' roles (user id -> owner, admin,
+  // member), and when slow mode lets this user send again (ms, 0: now).
+  roles: new Map(),
+  slowUntil: 0,
 };
 
 // MARK: HTTP
@@ -41,6 +45,7 @@ async function api(method, path, body) {
     const message = json && json.error ? json.error.message : response.status + " " + response.statusText;
     const error = new Error(message);
     error.code = json && json.error ? json.error.code : null;
+    error.retryAfter = Number(response.headers.get("Retry-After")) || 0;
     throw error;
   }
   return json;
@@ -156,6 +161,8 @@ async function openConversation(conversation) {
   if (state.open && state.socketOpen) send({ type: "unsubscribe", conversation_id: state.open.id });
   state.open = {
     id: conversation.id,
+    role: conversation.role || "member",
+    slowMode: conversation.slow_mode_seconds || 0,
     messages: new Map(),
     pending: new Map(),
     lastSeq: 0,
@@ -167,7 +174,11 @@ async function openConversation(conversation) {
   };
   state.readSeqs = new Map();
   state.presence = new Map();
+  state.roles = new Map();
+  state.slowUntil = 0;
   renderPresence();
+  renderRole();
+  loadRoles(conversation.id);
   renderReplying();
   renderThread();
   $("conversation").hidden = false;
@@ -191,6 +202,48 @@ async function openConversation(conversation) {
 function subscribe() {
   if (!state.open || !state.socketOpen) return;
   send({ type: "subscribe", conversation_id: state.open.id, after_seq: state.open.lastSeq, presence: true });
+}
+
+/// Everyone's role, for the badges beside senders' names.
+async function loadRoles(id) {
+  try {
+    const list = await api("GET", `/v1/conversations/${id}/members`);
+    if (!state.open || state.open.id !== id) return;
+    state.roles = new Map(list.members.map((member) => [member.user_id, member.role]));
+    render();
+  } catch (error) {
+    showError(error);
+  }
+}
+
+/// The caller's role and slow mode, in the header.
+function renderRole() {
+  const open = state.open;
+  const parts = [];
+  if (open && open.role !== "member") parts.push("you are " + (open.role === "owner" ? "the owner" : "an admin"));
+  if (open && open.slowMode > 0) parts.push(`slow mode ${open.slowMode} s`);
+  $("role").textContent = parts.join(" · ");
+}
+
+/// Slow mode holds this user back for `seconds`: the compose box counts
+/// them down and takes nothing until then.
+function slowDown(seconds) {
+  state.slowUntil = Date.now() + seconds * 1000;
+  tickSlowMode();
+}
+
+function tickSlowMode() {
+  clearTimeout(tickSlowMode.timer);
+  const left = Math.ceil((state.slowUntil - Date.now()) / 1000);
+  const button = $("compose").querySelector("button[type=submit]");
+  if (left > 0) {
+    button.disabled = true;
+    $("slow").textContent = `slow mode: ${left} s`;
+    tickSlowMode.timer = setTimeout(tickSlowMode, 250);
+  } else {
+    button.disabled = false;
+    $("slow").textContent = "";
+  }
 }
 
 /// Reads where the members stand once the subscription is live; presence
@@ -288,7 +341,8 @@ function messageItem(message) {
   if (message.seq !== null && !message.deleted) item.append(actions(message));
   const sender = document.createElement("span");
   sender.className = "sender";
-  sender.textContent = message.sender;
+  const role = state.roles.get(message.sender);
+  sender.textContent = message.sender + (role && role !== "member" ? ` (${role})` : "");
   const text = document.createElement("span");
   text.className = "text";
   if (message.deleted) text.textContent = "(deleted)";
@@ -578,7 +632,7 @@ function markRead() {
 $("compose").addEventListener("submit", (event) => {
   event.preventDefault();
   const body = $("body").value;
-  if (!body.trim() || !state.open) return;
+  if (!body.trim() || !state.open || Date.now() < state.slowUntil) return;
   $("body").value = "";
   const clientId = crypto.randomUUID();
   const replyTo = state.open.replyTo;
@@ -608,6 +662,7 @@ async function deliver(open, clientId) {
     acknowledged(open, clientId, answer.message);
   } catch (error) {
     showError(error);
+    if (error.code === "slow_mode") slowDown(error.retryAfter || open.slowMode || 1);
     if (REFUSED_REPLY.has(error.code)) refused(open, clientId);
     else setTimeout(() => deliver(open, clientId), 2000);
   }
@@ -616,7 +671,9 @@ async function deliver(open, clientId) {
 // A reply whose parent is gone (deleted meanwhile), or attachments that
 // can no longer be sent (expired), are refused for good: sending them again
 // would not change the answer.
-const REFUSED_REPLY = new Set(["invalid_reply_to", "message_deleted", "invalid_attachments"]);
+// A send refused by slow mode is given back to the compose box, which
+// counts down until it may be sent.
+const REFUSED_REPLY = new Set(["invalid_reply_to", "message_deleted", "invalid_attachments", "slow_mode"]);
 
 function refused(open, clientId) {
   const pending = open.pending.get(clientId);
@@ -733,8 +790,9 @@ function renderThread() {
 }
 
 function acknowledged(open, clientId, message) {
-  open.pending.delete(clientId);
+  const mine = open.pending.delete(clientId);
   stored(open, message);
+  if (mine && state.open === open && open.slowMode > 0 && open.role === "member") slowDown(open.slowMode);
 }
 
 function stored(open, message) {
@@ -855,6 +913,14 @@ function receive(frame) {
     case "subscribed":
       if (here) readPresence(open.id);
       break;
+    case "member_updated":
+      if (here) {
+        state.roles.set(frame.user_id, frame.role);
+        if (frame.user_id === state.user) open.role = frame.role;
+        renderRole();
+        render();
+      }
+      break;
     case "presence":
       if (here) {
         state.presenceFramed.add(frame.user_id);
@@ -884,6 +950,7 @@ function receive(frame) {
       break;
     case "error":
       showError(new Error(frame.message));
+      if (open && frame.code === "slow_mode") slowDown(frame.retry_after || open.slowMode || 1);
       if (open && frame.ref && REFUSED_REPLY.has(frame.code)) refused(open, frame.ref);
       break;
   }

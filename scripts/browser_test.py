@@ -431,6 +431,38 @@ def run(url, server, screenshots):
         first.save_screenshot(f"{screenshots}/threads.png")
         open_conversation(first, short, 7)
 
+        # Roles and slow mode: in a conversation of alice's with slow mode on,
+        # bob (a member) sees alice marked as the owner, and after a message
+        # his compose box counts down and takes nothing; the server agrees.
+        slow = alice.conversation("slow", ["bob"], 1)
+        alice.call("PATCH", f"/v1/conversations/{slow}", {"slow_mode_seconds": 30})
+        until(second, "the slow conversation in bob's inbox",
+              lambda: second.find_elements(By.CSS_SELECTOR, f'#conversations li[data-id="{slow}"]'))
+        open_conversation(second, slow, 1)
+        role = second.find_element(By.ID, "role").text
+        check(role == "slow mode 30 s", f"slow mode: bob's header shows it ({role!r})")
+        until(second, "alice's owner badge", lambda: any(t.startswith("alice (owner)") for t in texts(second)))
+        check(True, "roles: bob's window marks alice's messages as the owner's")
+        second.find_element(By.ID, "body").send_keys("one from bob")
+        second.find_element(By.CSS_SELECTOR, "#compose button[type=submit]").click()
+        until(second, "bob's message stored", lambda: any("one from bob" in t for t in texts(second))
+              and not second.find_elements(By.CSS_SELECTOR, "#messages li.pending"))
+        until(second, "the countdown", lambda: second.find_element(By.ID, "slow").text.startswith("slow mode: "))
+        countdown = second.find_element(By.ID, "slow").text
+        disabled = not second.find_element(By.CSS_SELECTOR, "#compose button[type=submit]").is_enabled()
+        check(disabled and countdown in ("slow mode: 30 s", "slow mode: 29 s"),
+              f"slow mode: bob's compose box counts down ({countdown!r}) with Send disabled")
+        try:
+            bob_api.call("POST", f"/v1/conversations/{slow}/messages", {"body": "too soon"})
+            check(False, "slow mode: the server took a second message at once")
+        except urllib.error.HTTPError as error:
+            check(error.code == 429 and error.headers["Retry-After"] is not None,
+                  f"slow mode: the server refuses bob's second message with 429, Retry-After {error.headers['Retry-After']}")
+        open_conversation(first, slow, 2)
+        role = first.find_element(By.ID, "role").text
+        check(role == "you are the owner · slow mode 30 s", f"roles: alice's header ({role!r})")
+        open_conversation(first, short, 7)
+
         # A member added from the page sees the conversation in their inbox.
         first.find_element(By.ID, "add-user").send_keys("carol")
         first.find_element(By.CSS_SELECTOR, "#add-form button").click()

@@ -262,7 +262,7 @@ public final class ConversationFeed: Sendable {
                 core.presenceFramed.insert(presence.userId)
                 core.state.presence[presence.userId] = presence
                 publishQuiet(in: &core)
-            case .message, .updated, .typing, .memberRemoved:
+            case .message, .updated, .typing, .memberRemoved, .memberUpdated:
                 break  // the timeline's, or nothing to show
             }
         }

@@ -288,7 +288,7 @@ actor InboxRunner {
             var wait: Duration = .zero
             do {
                 try await session(attempt, subscriber, &iterator, sink)
-            } catch ScrollbackError.rateLimited(let after?, _) {
+            } catch ScrollbackError.rateLimited(_, let after?, _) {
                 wait = .milliseconds(Int(after * 1000))
             } catch let failure as TokenProviderFailed {
                 await end(.unauthorized(message: "The token provider failed: \(failure.reason)"))
@@ -351,7 +351,7 @@ actor InboxRunner {
     private func receive(_ frame: ServerFrame) throws {
         if case .error(let code, let message, _, let retryAfter) = frame, !inbox.isLive {
             throw code == .rateLimited
-                ? ScrollbackError.rateLimited(retryAfter: retryAfter.map(Double.init), message: message)
+                ? ScrollbackError.rateLimited(code: code, retryAfter: retryAfter.map(Double.init), message: message)
                 : ScrollbackError.unavailable(code: code, retryAfter: retryAfter.map(Double.init), message: message)
         }
         apply(.frame(frame))

@@ -330,6 +330,8 @@ public struct LiveProtocol: Sendable, Equatable {
             return [.emit(.typing(userId: user))]
         case .presence(_, let presence):
             return [.emit(.presence(presence))]
+        case .memberUpdated(_, let user, let role):
+            return [.emit(.memberUpdated(userId: user, role: role))]
         case .memberRemoved:
             return [.emit(.memberRemoved)] + finish(nil)
         case .resyncRequired(_, let seq):

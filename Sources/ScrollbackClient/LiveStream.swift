@@ -18,6 +18,8 @@ public enum LiveEvent: Sendable, Equatable {
     /// A member came online, went offline or hid their presence (which
     /// looks like offline, never seen).
     case presence(MemberPresence)
+    /// A member's role changed (a handover of ownership is two of these).
+    case memberUpdated(userId: String, role: MemberRole)
     /// The socket is subscribed and caught up (after each reconnect too):
     /// the conversation's last seq and version when it subscribed, so a
     /// timeline asks for the changes after `version` and no earlier.

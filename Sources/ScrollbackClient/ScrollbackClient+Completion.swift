@@ -80,6 +80,44 @@ extension ScrollbackClient {
     }
 
     @discardableResult
+    public func members(of id: UUID, completion: @escaping Completion<[ConversationMember]>) -> Task<Void, Never> {
+        complete(completion) { () async throws(ScrollbackError) in try await members(of: id) }
+    }
+
+    @discardableResult
+    public func setRole(
+        _ role: MemberRole, of user: String, in id: UUID, completion: @escaping Completion<[ConversationMember]>
+    ) -> Task<Void, Never> {
+        complete(completion) { () async throws(ScrollbackError) in try await setRole(role, of: user, in: id) }
+    }
+
+    @discardableResult
+    public func updateConversation(
+        _ id: UUID, title: String?? = nil, slowModeSeconds: Int? = nil, completion: @escaping Completion<Conversation>
+    ) -> Task<Void, Never> {
+        complete(completion) { () async throws(ScrollbackError) in
+            try await updateConversation(id, title: title, slowModeSeconds: slowModeSeconds)
+        }
+    }
+
+    @discardableResult
+    public func ban(_ user: String, from id: UUID, until: Date? = nil, completion: @escaping Completion<Void>)
+        -> Task<Void, Never>
+    {
+        complete(completion) { () async throws(ScrollbackError) in try await ban(user, from: id, until: until) }
+    }
+
+    @discardableResult
+    public func bans(of id: UUID, completion: @escaping Completion<[Ban]>) -> Task<Void, Never> {
+        complete(completion) { () async throws(ScrollbackError) in try await bans(of: id) }
+    }
+
+    @discardableResult
+    public func unban(_ user: String, from id: UUID, completion: @escaping Completion<Void>) -> Task<Void, Never> {
+        complete(completion) { () async throws(ScrollbackError) in try await unban(user, from: id) }
+    }
+
+    @discardableResult
     public func presence(of id: UUID, completion: @escaping Completion<[MemberPresence]>) -> Task<Void, Never> {
         complete(completion) { () async throws(ScrollbackError) in try await presence(of: id) }
     }

@@ -401,7 +401,7 @@ public struct ScrollbackClient: Sendable {
                 guard error.isRetryable, failures < retry.maxAttempts else { throw error }
                 var delay = retry.delay(afterFailure: failures)
                 if case .unavailable(_, let after?, _) = error { delay = max(delay, .milliseconds(Int(after * 1000))) }
-                if case .rateLimited(let after?, _) = error { delay = max(delay, .milliseconds(Int(after * 1000))) }
+                if case .rateLimited(_, let after?, _) = error { delay = max(delay, .milliseconds(Int(after * 1000))) }
                 do {
                     try await Task.sleep(for: delay)
                 } catch {

@@ -214,7 +214,8 @@ struct SocketRouting: Sendable, Equatable {
             listeners = on(.conversation(message.conversationId))
         case .messageUpdated(let message):
             listeners = on(.conversation(message.conversationId))
-        case .read(let id, _, _), .typing(let id, _), .presence(let id, _), .resyncRequired(let id, _):
+        case .read(let id, _, _), .typing(let id, _), .presence(let id, _), .memberUpdated(let id, _, _),
+            .resyncRequired(let id, _):
             listeners = on(.conversation(id))
         case .memberRemoved(let id):
             listeners = on(.conversation(id))

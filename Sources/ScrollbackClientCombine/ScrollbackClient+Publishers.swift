@@ -156,6 +156,36 @@ extension ScrollbackClient {
             deferred { () async throws(ScrollbackError) in try await client.unmute(id) }
         }
 
+        public func members(of id: UUID) -> AnyPublisher<[ConversationMember], ScrollbackError> {
+            deferred { () async throws(ScrollbackError) in try await client.members(of: id) }
+        }
+
+        public func setRole(_ role: MemberRole, of user: String, in id: UUID)
+            -> AnyPublisher<[ConversationMember], ScrollbackError>
+        {
+            deferred { () async throws(ScrollbackError) in try await client.setRole(role, of: user, in: id) }
+        }
+
+        public func updateConversation(_ id: UUID, title: String?? = nil, slowModeSeconds: Int? = nil)
+            -> AnyPublisher<Conversation, ScrollbackError>
+        {
+            deferred { () async throws(ScrollbackError) in
+                try await client.updateConversation(id, title: title, slowModeSeconds: slowModeSeconds)
+            }
+        }
+
+        public func ban(_ user: String, from id: UUID, until: Date? = nil) -> AnyPublisher<Void, ScrollbackError> {
+            deferred { () async throws(ScrollbackError) in try await client.ban(user, from: id, until: until) }
+        }
+
+        public func bans(of id: UUID) -> AnyPublisher<[Ban], ScrollbackError> {
+            deferred { () async throws(ScrollbackError) in try await client.bans(of: id) }
+        }
+
+        public func unban(_ user: String, from id: UUID) -> AnyPublisher<Void, ScrollbackError> {
+            deferred { () async throws(ScrollbackError) in try await client.unban(user, from: id) }
+        }
+
         public func presence(of id: UUID) -> AnyPublisher<[MemberPresence], ScrollbackError> {
             deferred { () async throws(ScrollbackError) in try await client.presence(of: id) }
         }

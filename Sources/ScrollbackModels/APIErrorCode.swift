@@ -123,6 +123,14 @@ public struct APIErrorCode: RawRepresentable, Codable, Sendable, Hashable, CaseI
     public static let tooManyDevices = APIErrorCode(rawValue: "too_many_devices")
     /// A mute's `until` is not a time in the future.
     public static let invalidMute = APIErrorCode(rawValue: "invalid_mute")
+    /// A role, a slow mode or a ban's `until` that is not one the API takes.
+    public static let invalidRole = APIErrorCode(rawValue: "invalid_role")
+    public static let invalidSlowMode = APIErrorCode(rawValue: "invalid_slow_mode")
+    public static let invalidBan = APIErrorCode(rawValue: "invalid_ban")
+    /// 403: the user is banned from the conversation (adding them back).
+    public static let memberBanned = APIErrorCode(rawValue: "member_banned")
+    /// 429: slow mode: wait `Retry-After` (the frame's `retry_after`) seconds.
+    public static let slowMode = APIErrorCode(rawValue: "slow_mode")
 
     // MARK: 5xx: our side
 
@@ -148,7 +156,8 @@ public struct APIErrorCode: RawRepresentable, Codable, Sendable, Hashable, CaseI
         .invalidMessageBody, .invalidClientID, .invalidTitle, .invalidUserID, .invalidReadSeq, .tooManyMembers,
         .tooManyItems, .invalidLayoutInput, .invalidReplyTo, .invalidEmoji, .tooManyReactions, .notAThreadRoot,
         .invalidUpload, .invalidUploadSize, .invalidUploadContent, .tooManyUploads, .invalidAttachments,
-        .invalidDevice, .tooManyDevices, .invalidMute,
+        .invalidDevice, .tooManyDevices, .invalidMute, .invalidRole, .invalidSlowMode, .invalidBan, .memberBanned,
+        .slowMode,
         .internalError, .serviceUnavailable, .outcomeUnknown,
     ]
 }

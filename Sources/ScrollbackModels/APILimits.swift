@@ -16,6 +16,8 @@ public enum APILimits {
     public static let maxUserIDLength = 64
     /// Members of one conversation, creator included.
     public static let maxMembers = 1_000
+    /// Slow mode's longest period (`slow_mode_seconds`): 6 hours.
+    public static let maxSlowModeSeconds = 21_600
     /// Distinct emojis on one message; one more kind is refused (409).
     public static let maxReactionKinds = 20
     /// An emoji of a reaction, in UTF-8 bytes (one grapheme; a family or a

@@ -17,6 +17,8 @@ public struct Conversation: Codable, Sendable, Hashable {
         case activity
         case muted
         case mutedUntil = "muted_until"
+        case role
+        case slowModeSeconds = "slow_mode_seconds"
     }
 
     public var id: UUID
@@ -47,11 +49,18 @@ public struct Conversation: Codable, Sendable, Hashable {
     /// until when (nil: until unmuted). A mute that ran out is false.
     public var muted: Bool
     public var mutedUntil: Date?
+    /// The caller's role in the conversation (`GET .../members` has
+    /// everyone's).
+    public var role: MemberRole
+    /// Slow mode: members (not owners or admins) may send one message per
+    /// this many seconds; 0 is off.
+    public var slowModeSeconds: Int
 
     public init(
         id: UUID, title: String?, createdBy: String, createdAt: Date, lastSeq: Int64, members: [String],
         readSeq: Int64 = 0, unreadCount: Int64 = 0, unreadMentions: Int64 = 0, lastMessage: Message? = nil,
-        version: Int64 = 0, activity: Int64 = 0, muted: Bool = false, mutedUntil: Date? = nil
+        version: Int64 = 0, activity: Int64 = 0, muted: Bool = false, mutedUntil: Date? = nil,
+        role: MemberRole = .member, slowModeSeconds: Int = 0
     ) {
         self.id = id
         self.title = title
@@ -67,10 +76,13 @@ public struct Conversation: Codable, Sendable, Hashable {
         self.activity = activity
         self.muted = muted
         self.mutedUntil = mutedUntil
+        self.role = role
+        self.slowModeSeconds = slowModeSeconds
     }
 
-    /// `version`, `activity` and `unread_mentions` may be absent (servers
-    /// before they existed): 0; `muted`: false.
+    /// `version`, `activity`, `unread_mentions` and `slow_mode_seconds` may
+    /// be absent (servers before they existed): 0; `muted`: false; `role`:
+    /// member.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         id = try container.decode(UUID.self, forKey: .id)
@@ -87,6 +99,8 @@ public struct Conversation: Codable, Sendable, Hashable {
         activity = try container.decodeIfPresent(Int64.self, forKey: .activity) ?? 0
         muted = try container.decodeIfPresent(Bool.self, forKey: .muted) ?? false
         mutedUntil = try container.decodeIfPresent(Date.self, forKey: .mutedUntil)
+        role = try container.decodeIfPresent(MemberRole.self, forKey: .role) ?? .member
+        slowModeSeconds = try container.decodeIfPresent(Int.self, forKey: .slowModeSeconds) ?? 0
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -106,6 +120,8 @@ public struct Conversation: Codable, Sendable, Hashable {
         try container.encode(activity, forKey: .activity)
         try container.encode(muted, forKey: .muted)
         try container.encode(mutedUntil, forKey: .mutedUntil)
+        try container.encode(role, forKey: .role)
+        try container.encode(slowModeSeconds, forKey: .slowModeSeconds)
     }
 }
 
@@ -259,6 +275,10 @@ extension Conversation: JSONWritable {
         if let mutedUntil { writer.timestamp(mutedUntil) } else { writer.null() }
         writer.key("read_seq")
         writer.number(readSeq)
+        writer.key("role")
+        writer.string(role.rawValue)
+        writer.key("slow_mode_seconds")
+        writer.number(slowModeSeconds)
         writer.key("title")
         writer.string(title)
         writer.key("unread_count")

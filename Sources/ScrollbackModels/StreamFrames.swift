@@ -151,6 +151,9 @@ public enum ServerFrame: Codable, Sendable, Equatable {
     case typing(conversationId: UUID, userId: String)
     /// The caller was removed from the conversation; nothing more of it follows.
     case memberRemoved(conversationId: UUID)
+    /// A member's role changed (`PATCH .../members/{user_id}`; a handover
+    /// of ownership is two of these, the old owner's first).
+    case memberUpdated(conversationId: UUID, userId: String, role: MemberRole)
     /// A member came online (a first socket on any instance) or went
     /// offline (their last one closed, or its instance stopped beating), or
     /// hid their presence (then: offline, never seen).
@@ -200,6 +203,7 @@ public enum ServerFrame: Codable, Sendable, Equatable {
         case conversation
         case unreadCount = "unread_count"
         case unreadMentions = "unread_mentions"
+        case role
     }
 
     public var type: String {
@@ -211,6 +215,7 @@ public enum ServerFrame: Codable, Sendable, Equatable {
         case .read, .inboxRead: "read"
         case .typing: "typing"
         case .presence: "presence"
+        case .memberUpdated: "member_updated"
         case .memberRemoved, .inboxMemberRemoved: "member_removed"
         case .error: "error"
         case .resyncRequired, .inboxResyncRequired: "resync_required"
@@ -256,6 +261,10 @@ public enum ServerFrame: Codable, Sendable, Equatable {
             self = .typing(conversationId: try id(), userId: try container.decode(String.self, forKey: .userId))
         case "presence":
             self = .presence(conversationId: try id(), try MemberPresence(from: decoder))
+        case "member_updated":
+            self = .memberUpdated(
+                conversationId: try id(), userId: try container.decode(String.self, forKey: .userId),
+                role: try container.decode(MemberRole.self, forKey: .role))
         case "member_removed":
             if let cursor = try container.decodeIfPresent(String.self, forKey: .cursor) {
                 self = .inboxMemberRemoved(conversationId: try id(), cursor: cursor)
@@ -317,6 +326,10 @@ public enum ServerFrame: Codable, Sendable, Equatable {
         case .presence(let id, let presence):
             try container.encode(id.lowercased, forKey: .conversationId)
             try presence.encode(to: encoder)
+        case .memberUpdated(let id, let userId, let role):
+            try container.encode(id.lowercased, forKey: .conversationId)
+            try container.encode(role, forKey: .role)
+            try container.encode(userId, forKey: .userId)
         case .error(let code, let message, let ref, let retryAfter):
             try container.encode(code, forKey: .code)
             try container.encode(message, forKey: .message)
@@ -479,6 +492,14 @@ extension ServerFrame: JSONWritable {
             writeType(to: &writer)
             writer.key("user_id")
             writer.string(presence.userId)
+        case .memberUpdated(let id, let userId, let role):
+            writer.key("conversation_id")
+            writer.uuid(id)
+            writer.key("role")
+            writer.string(role.rawValue)
+            writeType(to: &writer)
+            writer.key("user_id")
+            writer.string(userId)
         case .error(let code, let message, let ref, let retryAfter):
             writer.key("code")
             writer.string(code.rawValue)

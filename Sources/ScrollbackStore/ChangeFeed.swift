@@ -20,6 +20,8 @@ public enum FeedEvent: Sendable, Equatable {
     case memberRemoved(conversation: UUID, user: UserID)
     /// A user became a member (a new conversation, or an addition).
     case memberAdded(conversation: UUID, user: UserID)
+    /// A member's role changed.
+    case memberUpdated(conversation: UUID, user: UserID, role: MemberRole)
     /// A member is typing: sent, never stored.
     case typing(conversation: UUID, user: UserID)
     /// Whether these users are online anywhere may have changed (a first
@@ -76,6 +78,9 @@ public enum FeedEvent: Sendable, Equatable {
             self = .memberRemoved(conversation: conversation, user: UserID(rawValue: String(parts[2])))
         case ("a", 3):
             self = .memberAdded(conversation: conversation, user: UserID(rawValue: String(parts[2])))
+        case ("p", 4):
+            guard let role = MemberRole(rawValue: String(parts[2])) else { return nil }
+            self = .memberUpdated(conversation: conversation, user: UserID(rawValue: String(parts[3])), role: role)
         case ("t", 3):
             self = .typing(conversation: conversation, user: UserID(rawValue: String(parts[2])))
         default:
@@ -119,7 +124,7 @@ public enum FeedEvent: Sendable, Equatable {
     public var conversation: UUID? {
         switch self {
         case .changed(let id, _, _), .read(let id, _, _), .memberRemoved(let id, _), .memberAdded(let id, _),
-            .typing(let id, _):
+            .memberUpdated(let id, _, _), .typing(let id, _):
             id
         case .presence:
             nil

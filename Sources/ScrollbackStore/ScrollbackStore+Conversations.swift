@@ -6,8 +6,8 @@ extension ScrollbackStore {
     /// At most this many members in one conversation.
     public static let memberLimit = APILimits.maxMembers
 
-    /// Creates a conversation whose members are `creator` plus `members`
-    /// (deduplicated), in one statement.
+    /// Creates a conversation whose members are `creator` (its owner) plus
+    /// `members` (deduplicated), in one statement.
     public func createConversation(creator: UserID, title: String?, members: [UserID]) async throws -> Conversation {
         let everyone = Array(Set(members + [creator])).sorted().map(\.rawValue)
         guard everyone.count <= Self.memberLimit else { throw StoreError.conversationFull(limit: Self.memberLimit) }
@@ -17,8 +17,9 @@ extension ScrollbackStore {
                 INSERT INTO conversations (title, created_by) VALUES (\(title), \(creator.rawValue))
                 RETURNING id, title, created_by, created_at, last_seq, version, activity
             ), m AS (
-                INSERT INTO members (conversation_id, user_id)
-                SELECT c.id, u FROM c, unnest(\(everyone)::text[]) AS u
+                INSERT INTO members (conversation_id, user_id, role)
+                SELECT c.id, u, CASE WHEN u = \(creator.rawValue) THEN 'owner' ELSE 'member' END
+                FROM c, unnest(\(everyone)::text[]) AS u
                 RETURNING user_id, \(unescaped: FeedEvent.notify("a", "conversation_id::text", "user_id"))
             )
             SELECT c.id, c.title, c.created_by, c.created_at, c.last_seq, c.version, c.activity,
@@ -31,7 +32,7 @@ extension ScrollbackStore {
         else { throw MalformedRow() }
         return Conversation(
             id: id, title: title, createdBy: createdBy, createdAt: createdAt, lastSeq: lastSeq, members: members,
-            version: version, activity: activity)
+            version: version, activity: activity, role: .owner)
     }
 
     /// What a conversation looks like to the member `me`: with their read
@@ -42,6 +43,7 @@ extension ScrollbackStore {
         ARRAY(SELECT user_id FROM members WHERE conversation_id = c.id ORDER BY user_id COLLATE "C") AS members,
         me.read_seq, \(unreadCount) AS unread_count, \(unreadMentions) AS unread_mentions,
         \(mutedNow) AS muted, CASE WHEN \(mutedNow) THEN me.muted_until END AS muted_until,
+        me.role, c.slow_mode_seconds,
         \(MessageRow.columns("lm", conversation: "c.id", readers: "ARRAY[me.user_id]"))
         """
 
@@ -91,7 +93,9 @@ extension ScrollbackStore {
             unreadMentions: try columns["unread_mentions"].decode(Int64.self),
             lastMessage: try MessageRow.decode(columns, alias: "lm", conversation: id),
             version: try columns["version"].decode(Int64.self), activity: try columns["activity"].decode(Int64.self),
-            muted: try columns["muted"].decode(Bool.self), mutedUntil: try columns["muted_until"].decode(Date?.self))
+            muted: try columns["muted"].decode(Bool.self), mutedUntil: try columns["muted_until"].decode(Date?.self),
+            role: MemberRole(rawValue: try columns["role"].decode(String.self)) ?? .member,
+            slowModeSeconds: Int(try columns["slow_mode_seconds"].decode(Int32.self)))
         return conversation
     }
 
@@ -201,8 +205,9 @@ extension ScrollbackStore {
             conversationId: id, readSeq: readSeq, unreadCount: unread ?? 0, unreadMentions: mentions ?? 0)
     }
 
-    /// Adds `user` to the conversation; any member may add. Adding someone who
-    /// is already a member changes nothing.
+    /// Adds `user` to the conversation; any member may add, not a user who
+    /// is banned from it. Adding someone who is already a member changes
+    /// nothing.
     public func addMember(_ user: UserID, to id: UUID, by actor: UserID) async throws -> Conversation {
         // A write drops the conversation's cached pages before it answers or throws (PageCache).
         defer { pageCache.invalidate(id) }
@@ -214,47 +219,81 @@ extension ScrollbackStore {
             // committed before it: the count and the conflict are exact.
             let rows = try await connection.query(
                 """
-                WITH ins AS (
+                WITH banned AS (
+                    SELECT 1 FROM bans
+                    WHERE conversation_id = \(id) AND user_id = \(user.rawValue) AND \(unescaped: Self.banInForce)
+                ), ins AS (
                     INSERT INTO members (conversation_id, user_id)
                     SELECT \(id), \(user.rawValue)
                     WHERE (SELECT count(*) FROM members WHERE conversation_id = \(id)) < \(Self.memberLimit)
+                      AND NOT EXISTS (SELECT 1 FROM banned)
                     ON CONFLICT (conversation_id, user_id) DO NOTHING
                     RETURNING user_id, \(unescaped: FeedEvent.notify("a", "conversation_id::text", "user_id"))
                 )
                 SELECT (SELECT count(*) FROM ins),
-                       EXISTS (SELECT 1 FROM members WHERE conversation_id = \(id) AND user_id = \(user.rawValue))
+                       EXISTS (SELECT 1 FROM members WHERE conversation_id = \(id) AND user_id = \(user.rawValue)),
+                       EXISTS (SELECT 1 FROM banned)
                 """,
                 logger: logger
             ).collect()
-            guard let (inserted, wasMember) = try rows.first?.decode((Int64, Bool).self) else { return .full }
+            guard let (inserted, wasMember, banned) = try rows.first?.decode((Int64, Bool, Bool).self) else {
+                return .full
+            }
+            if banned { return .banned }
             return inserted == 1 || wasMember ? .done : .full
         }
-        switch outcome {
-        case .notVisible: throw StoreError.conversationNotFound
-        case .full: throw StoreError.conversationFull(limit: Self.memberLimit)
-        default: return try await conversation(id, for: actor)
-        }
+        try outcome.complete()
+        return try await conversation(id, for: actor)
     }
 
-    /// Removes `user` from the conversation. A member may remove themself; the
-    /// creator may remove anyone. A send or edit waiting for the conversation
-    /// row meanwhile checks membership again once it has the lock, so nothing
-    /// of the removed member's is stored after the removal.
-    public func removeMember(_ user: UserID, from id: UUID, by actor: UserID) async throws {
+    /// Removes `user` from the conversation: a member may remove themself
+    /// (the owner only once ownership is handed over, or as the last
+    /// member); the owner removes admins and members, an admin members
+    /// (`MemberRole.may`). With `ban`, the user is also kept out until
+    /// `until` (nil: until the ban is lifted), and may be banned when no
+    /// longer a member. A send or edit waiting for the conversation row
+    /// meanwhile checks membership again once it has the lock, so nothing of
+    /// the removed member's is stored after the removal.
+    public func removeMember(
+        _ user: UserID, from id: UUID, by actor: UserID, ban: Bool = false, until: Date? = nil
+    ) async throws {
         // A write drops the conversation's cached pages before it answers or throws (PageCache).
         defer { pageCache.invalidate(id) }
         let outcome: MembershipChange = try await withTransaction(as: .removeMember) { [logger] connection in
-            guard let creator = try await Self.lockConversation(id, member: actor, on: connection, logger: logger) else {
+            guard let role = try await Self.lockConversation(id, member: actor, on: connection, logger: logger) else {
                 return .notVisible
             }
-            guard actor == user || creator == actor.rawValue else {
-                let rows = try await connection.query(
-                    "SELECT EXISTS (SELECT 1 FROM members WHERE conversation_id = \(id) AND user_id = \(user.rawValue))",
+            let rows = try await connection.query(
+                """
+                SELECT (SELECT role FROM members WHERE conversation_id = \(id) AND user_id = \(user.rawValue)),
+                       (SELECT count(*) FROM members WHERE conversation_id = \(id))
+                """,
+                logger: logger
+            ).collect()
+            guard let (targetRole, count) = try rows.first?.decode((String?, Int64).self) else { throw MalformedRow() }
+            let target = targetRole.flatMap(MemberRole.init(rawValue:))
+            if actor == user {
+                if ban { return .forbidden(.ban) }
+                if role == .owner, count > 1 { return .forbidden(.ownerMustHandOver) }
+            } else if ban {
+                guard role.may(.ban, on: target) else { return .forbidden(.ban) }
+            } else {
+                guard target != nil else { return role.may(.removeMember) ? .notAMember : .forbidden(.removeAnotherMember) }
+                guard role.may(.removeMember, on: target) else { return .forbidden(.removeAnotherMember) }
+            }
+            if ban {
+                try await connection.query(
+                    """
+                    INSERT INTO bans (conversation_id, user_id, banned_by, until)
+                    VALUES (\(id), \(user.rawValue), \(actor.rawValue), \(until))
+                    ON CONFLICT (conversation_id, user_id) DO UPDATE
+                    SET banned_by = EXCLUDED.banned_by, banned_at = now(), until = EXCLUDED.until
+                    """,
                     logger: logger
                 ).collect()
-                return try rows.first?.decode(Bool.self) == true ? .forbidden : .notAMember
+                guard target != nil else { return .done }
             }
-            let rows = try await connection.query(
+            let removed = try await connection.query(
                 """
                 WITH removed AS (
                     DELETE FROM members WHERE conversation_id = \(id) AND user_id = \(user.rawValue)
@@ -270,41 +309,51 @@ extension ScrollbackStore {
                 """,
                 logger: logger
             ).collect()
-            return rows.isEmpty ? .notAMember : .done
+            return removed.isEmpty ? .notAMember : .done
         }
-        switch outcome {
-        case .done: return
-        case .notVisible: throw StoreError.conversationNotFound
-        case .notAMember: throw StoreError.memberNotFound
-        default:
-            throw StoreError.forbidden(.removeAnotherMember)
-        }
+        try outcome.complete()
     }
 
-    private enum MembershipChange: Sendable {
-        case done, notVisible, full, notAMember, forbidden
+    /// Whether a row of `bans` keeps its user out now.
+    static let banInForce = "(until IS NULL OR until > now())"
+
+    enum MembershipChange: Sendable {
+        case done, notVisible, full, notAMember, banned
+        case forbidden(StoreError.Forbidden)
+
+        /// Throws what the outcome says went wrong.
+        func complete() throws {
+            switch self {
+            case .done: return
+            case .notVisible: throw StoreError.conversationNotFound
+            case .notAMember: throw StoreError.memberNotFound
+            case .full: throw StoreError.conversationFull(limit: ScrollbackStore.memberLimit)
+            case .banned: throw StoreError.banned
+            case .forbidden(let reason): throw StoreError.forbidden(reason)
+            }
+        }
     }
 
     /// Locks the conversation row for the rest of the transaction, then (in
     /// that order, the order every writer takes them) checks that `member`
-    /// still belongs to it; returns its creator.
-    private static func lockConversation(
+    /// still belongs to it; returns their role.
+    static func lockConversation(
         _ id: UUID, member: UserID, on connection: PostgresConnection, logger: Logger
-    ) async throws -> String? {
+    ) async throws -> MemberRole? {
         let rows = try await connection.query(
             """
             WITH conv AS (
-                SELECT id, created_by FROM conversations WHERE id = \(id) FOR UPDATE
+                SELECT id FROM conversations WHERE id = \(id) FOR UPDATE
             ), member AS (
-                SELECT user_id FROM members
+                SELECT role FROM members
                 WHERE conversation_id = (SELECT id FROM conv) AND user_id = \(member.rawValue)
                 FOR KEY SHARE
             )
-            SELECT created_by FROM conv WHERE EXISTS (SELECT 1 FROM member)
+            SELECT role FROM member
             """,
             logger: logger
         ).collect()
-        return try rows.first?.decode(String.self)
+        return try rows.first.flatMap { MemberRole(rawValue: try $0.decode(String.self)) }
     }
 }
 

@@ -31,13 +31,13 @@ extension ScrollbackStore {
     }
 
     /// Turns a message into a tombstone: the body is erased from storage, the
-    /// seq stays. Its sender or the conversation's creator may; deleting a
+    /// seq stays. Its sender, an admin or the owner may; deleting a
     /// tombstone again returns it unchanged.
     public func delete(_ seq: Int64, in id: UUID, by user: UserID) async throws -> DeleteOutcome {
         for _ in 0..<Self.changeAttempts {
             if let tombstone = try await change(seq, in: id, by: user, newBody: nil) { return .deleted(tombstone) }
-            let (message, creator) = try await messageForDiagnosis(seq, in: id, for: user)
-            guard message.sender == user.rawValue || creator == user.rawValue else {
+            let (message, role) = try await messageForDiagnosis(seq, in: id, for: user)
+            guard message.sender == user.rawValue || role.may(.deleteOthersMessage) else {
                 throw StoreError.forbidden(.deleteAnotherSendersMessage)
             }
             if message.deleted { return .alreadyDeleted(message) }
@@ -53,7 +53,7 @@ extension ScrollbackStore {
 
     /// Edits message `seq` (`newBody`) or deletes it (nil), taking the
     /// conversation's next version, when it is not deleted and `user` may: its
-    /// sender, or for a deletion also the conversation's creator. Locks are
+    /// sender, or for a deletion also an admin or the owner. Locks are
     /// taken in the order every writer uses: the conversation row, then the
     /// member row (so a removal that committed meanwhile is seen), then the
     /// message row (re-checked if it changed meanwhile). Nil when nothing matched.
@@ -65,16 +65,17 @@ extension ScrollbackStore {
         let rows = try await rows(
             """
             WITH conv AS (
-                SELECT id, created_by FROM conversations WHERE id = \(id)
+                SELECT id FROM conversations WHERE id = \(id)
                 FOR NO KEY UPDATE
             ), member AS (
-                SELECT user_id FROM members
+                SELECT user_id, role FROM members
                 WHERE conversation_id = (SELECT id FROM conv) AND user_id = \(user.rawValue)
                 FOR KEY SHARE
             ), target AS (
                 SELECT m.seq FROM messages m
                 WHERE m.conversation_id = (SELECT id FROM conv) AND m.seq = \(seq) AND NOT m.deleted
-                  AND (m.sender = \(user.rawValue) OR (\(deleting) AND (SELECT created_by FROM conv) = \(user.rawValue)))
+                  AND (m.sender = \(user.rawValue)
+                       OR (\(deleting) AND (SELECT role FROM member) = ANY(\(Self.deletersOfOthers))))
                   AND EXISTS (SELECT 1 FROM member)
                 FOR UPDATE OF m
             ), c AS (
@@ -107,22 +108,25 @@ extension ScrollbackStore {
         return try rows.first.flatMap { try MessageRow.decode($0.makeRandomAccess(), alias: "m", conversation: id) }
     }
 
-    /// The message and the conversation's creator, for explaining why a
-    /// change did not apply.
-    private func messageForDiagnosis(_ seq: Int64, in id: UUID, for user: UserID) async throws -> (Message, String) {
+    /// The roles that may delete others' messages.
+    static let deletersOfOthers = MemberRole.allCases.filter { $0.may(.deleteOthersMessage) }.map(\.rawValue)
+
+    /// The message and the caller's role, for explaining why a change did
+    /// not apply.
+    private func messageForDiagnosis(_ seq: Int64, in id: UUID, for user: UserID) async throws -> (Message, MemberRole) {
         let rows = try await rows(
             """
-            SELECT c.created_by, \(unescaped: MessageRow.columns("m", conversation: "c.id", readers: MessageRow.readers(user)))
+            SELECT me.role, \(unescaped: MessageRow.columns("m", conversation: "c.id", readers: MessageRow.readers(user)))
             FROM conversations c
+            JOIN members me ON me.conversation_id = c.id AND me.user_id = \(user.rawValue)
             LEFT JOIN messages m ON m.conversation_id = c.id AND m.seq = \(seq)
             WHERE c.id = \(id)
-              AND EXISTS (SELECT 1 FROM members WHERE conversation_id = c.id AND user_id = \(user.rawValue))
             """,
             writes: false, as: .diagnoseChange)
         guard let columns = rows.first?.makeRandomAccess() else { throw StoreError.conversationNotFound }
         guard let message = try MessageRow.decode(columns, alias: "m", conversation: id) else {
             throw StoreError.messageNotFound
         }
-        return (message, try columns["created_by"].decode(String.self))
+        return (message, MemberRole(rawValue: try columns["role"].decode(String.self)) ?? .member)
     }
 }

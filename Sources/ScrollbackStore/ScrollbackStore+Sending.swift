@@ -128,11 +128,14 @@ struct SendRow: Sendable {
     var sameBody: Bool
     /// The message stored, or the earlier one with the send's `client_id`.
     var seq: Int64?
+    /// Slow mode held the send back: the seconds to wait.
+    var slowWait: Double?
 
     /// The send's answer, with its message as read back after the commit:
     /// the message it stored, or the earlier one with its `client_id`.
     func outcome(replyTo: Int64?, message: Message?) throws -> SendOutcome {
         guard isMember else { throw StoreError.conversationNotFound }
+        if let slowWait { throw StoreError.slowMode(retryAfter: slowWait) }
         guard seq != nil else {
             if let replyTo, parent == "missing" { throw StoreError.replyTargetMissing(replyTo) }
             if parent == "deleted" { throw StoreError.replyTargetDeleted }
@@ -152,7 +155,8 @@ struct SendRow: Sendable {
             position: Int(try reader.required(Int64.self) - positionOffset), isMember: try reader.required(Bool.self),
             parent: try reader.required(String.self), attachmentsUsable: try reader.required(Bool.self),
             created: try reader.required(Bool.self),
-            sameBody: try reader.required(Bool.self), seq: try reader.next(Int64.self))
+            sameBody: try reader.required(Bool.self), seq: try reader.next(Int64.self),
+            slowWait: try reader.next(Double.self))
     }
 }
 
@@ -162,6 +166,10 @@ struct SendRow: Sendable {
 /// notification of the conversations it moved (`FeedEvent.notifyStored`),
 /// delivered at commit.
 enum SendSQL {
+    /// The roles slow mode does not hold back, as SQL.
+    static let slowModeExempt = MemberRole.allCases.filter { $0.may(.skipSlowMode) }.map { "'\($0.rawValue)'" }
+        .joined(separator: ", ")
+
     static func text(
         conversations: String, senders: String, bodies: String, clientIDs: String, replyTos: String,
         attachments: String, attachmentSends: String, notifying: Bool = true
@@ -171,10 +179,10 @@ enum SendSQL {
             WITH s AS MATERIALIZED (
                 SELECT * FROM store_sends(
                     \(conversations), \(senders), \(bodies), \(clientIDs), \(replyTos), \(attachments), \(attachmentSends),
-                    \(APILimits.threadParticipantsShown))
+                    \(APILimits.threadParticipantsShown), ARRAY[\(slowModeExempt)])
             )
             SELECT s.send_position, s.is_member, s.parent_state, s.attachments_usable, s.created, s.same_body,
-                   s.seq\(notification)
+                   s.seq, s.slow_wait\(notification)
             FROM s
             """
     }
@@ -191,7 +199,7 @@ enum SendSQL {
 
 /// A send alone, prepared once per connection.
 struct SendStatement: PostgresPreparedStatement {
-    static let name = "scrollback_send_v6"
+    static let name = "scrollback_send_v7"
     static let sql = SendSQL.alone()
     static let parameters = ["conversation_id", "sender", "body", "client_id", "reply_to", "attachments"]
     static let bindingDataTypes: [PostgresDataType] = [.uuid, .text, .text, .text, .int8, .uuidArray]
@@ -220,7 +228,7 @@ struct SendStatement: PostgresPreparedStatement {
 
 /// The sends of a group, prepared once per connection.
 struct SendGroupStatement: PostgresPreparedStatement {
-    static let name = "scrollback_send_group_v3"
+    static let name = "scrollback_send_group_v4"
     /// A `client_id` of `''` and a `reply_to` of 0 are none: arrays of the
     /// driver cannot hold NULL, a `client_id` is never empty and a seq is
     /// never 0.

@@ -35,6 +35,10 @@ public enum StoreError: Error, Equatable, Sendable {
     case readBeyondNewest(lastSeq: Int64)
     /// The conversation already has the maximum number of members.
     case conversationFull(limit: Int)
+    /// The user is banned from the conversation: they cannot be added back.
+    case banned
+    /// Slow mode: the sender may send again in this many seconds.
+    case slowMode(retryAfter: Double)
     /// The database cannot be reached, refused the work for now (a timeout,
     /// a lock it could not get in time, a read-only server), or is shutting
     /// down. Nothing was written: the statement was never sent or was rolled
@@ -50,9 +54,20 @@ public enum StoreError: Error, Equatable, Sendable {
     public enum Forbidden: Sendable, Equatable {
         /// Only a message's sender may edit it.
         case editAnotherSendersMessage
-        /// Only a message's sender or the conversation's creator may delete it.
+        /// Only a message's sender, an admin or the owner may delete it.
         case deleteAnotherSendersMessage
-        /// Only the creator may remove other members; a member may remove themself.
+        /// Only the owner removes admins, and the owner or an admin members;
+        /// a member may remove themself.
         case removeAnotherMember
+        /// Banning (and lifting bans, and listing them) follows removing; no
+        /// one bans themself.
+        case ban
+        /// Only the owner changes roles.
+        case changeRole
+        /// Only the owner or an admin sets the title and slow mode.
+        case updateConversation
+        /// The owner leaves only once ownership is handed over (or as the
+        /// last member).
+        case ownerMustHandOver
     }
 }

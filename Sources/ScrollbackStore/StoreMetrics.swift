@@ -37,6 +37,7 @@ public enum StatementName: String, CaseIterable, Sendable {
     case outbox
     case mute
     case presence
+    case roles
 }
 
 /// Why the store gave up on a statement or on waiting for a connection,

@@ -155,6 +155,23 @@ struct Golden: Sendable, CustomTestStringConvertible {
         Golden("server_frame_typing", ServerFrame.typing(conversationId: Values.conversationID, userId: "bob")),
         Golden("server_frame_member_removed", ServerFrame.memberRemoved(conversationId: Values.conversationID)),
         Golden(
+            "server_frame_member_updated",
+            ServerFrame.memberUpdated(conversationId: Values.conversationID, userId: "bob", role: .admin)),
+        Golden(
+            "member_list",
+            MemberList(members: [
+                ConversationMember(userId: "alice", role: .owner), ConversationMember(userId: "bob", role: .admin),
+                ConversationMember(userId: "carol", role: .member),
+            ])),
+        Golden("update_member_request", UpdateMemberRequest(role: .owner)),
+        Golden("update_conversation_request", UpdateConversationRequest(title: .some(nil), slowModeSeconds: 30)),
+        Golden(
+            "ban_list",
+            BanList(bans: [
+                Ban(userId: "mallory", bannedBy: "alice", bannedAt: Values.createdAt, until: nil),
+                Ban(userId: "trent", bannedBy: "bob", bannedAt: Values.sentAt, until: Values.editedAt),
+            ])),
+        Golden(
             "server_frame_presence_online",
             ServerFrame.presence(
                 conversationId: Values.conversationID, MemberPresence(userId: "bob", online: true, lastSeenAt: nil))),

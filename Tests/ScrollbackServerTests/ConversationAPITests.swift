@@ -10,13 +10,17 @@ import Testing
             #expect(created.createdBy == "alice" && created.lastSeq == 0 && created.title == "Trip")
             let shown = try await server.request(.get, "/v1/conversations/\(created.id)", as: "bob")
             #expect(shown.status == .ok)
-            #expect(try shown.decode(Conversation.self) == created)
+            var asBob = created
+            asBob.role = .member
+            #expect(created.role == .owner)
+            #expect(try shown.decode(Conversation.self) == asBob)
             // Wire format: snake_case keys, RFC 3339 UTC timestamps with milliseconds.
             let object = try #require(try JSONSerialization.jsonObject(with: shown.body) as? [String: Any])
             #expect(
                 Set(object.keys) == [
                     "id", "title", "created_by", "created_at", "last_seq", "members", "read_seq", "unread_count",
-                    "unread_mentions", "last_message", "version", "activity", "muted", "muted_until",
+                    "unread_mentions", "last_message", "version", "activity", "muted", "muted_until", "role",
+                    "slow_mode_seconds",
                 ])
             let timestamp = try #require(object["created_at"] as? String)
             #expect(timestamp.wholeMatch(of: /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/) != nil, "\(timestamp)")

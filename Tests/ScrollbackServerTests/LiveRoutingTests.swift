@@ -461,6 +461,7 @@ private func describe(_ frame: ServerFrame) -> String {
     case .read(_, let user, let seq): "read \(user) \(seq)"
     case .typing(_, let user): "typing \(user)"
     case .presence(_, let presence): "presence \(presence.userId) \(presence.online)"
+    case .memberUpdated(_, let user, let role): "member_updated \(user) \(role.rawValue)"
     case .memberRemoved: "member_removed"
     case .resyncRequired(_, let lastSeq): "resync \(lastSeq)"
     case .ack, .error, .pong, .inboxSubscribed, .conversationActivity, .memberAdded, .inboxRead, .inboxMemberRemoved,
@@ -473,7 +474,7 @@ extension ServerFrame {
     fileprivate var conversation: UUID? {
         switch self {
         case .subscribed(let id, _, _), .read(let id, _, _), .typing(let id, _), .memberRemoved(let id),
-            .resyncRequired(let id, _), .presence(let id, _):
+            .resyncRequired(let id, _), .presence(let id, _), .memberUpdated(let id, _, _):
             id
         case .message(let message), .messageUpdated(let message): message.conversationId
         case .ack, .error, .pong, .inboxSubscribed, .conversationActivity, .memberAdded, .inboxRead,

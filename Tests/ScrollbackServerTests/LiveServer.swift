@@ -1,5 +1,8 @@
+import AsyncHTTPClient
 import Foundation
 import Logging
+import NIOCore
+import NIOHTTP1
 import ScrollbackModels
 @testable import ScrollbackServer
 import ScrollbackStore
@@ -8,6 +11,32 @@ import ServiceLifecycle
 import Testing
 
 extension LiveCluster {
+    /// What an instance answered a request.
+    struct HTTPReply {
+        var status: Int
+        var headers: HTTPHeaders
+        var body: Data
+
+        func decode<T: Decodable>(_ type: T.Type) throws -> T { try ScrollbackJSON.decoder().decode(T.self, from: body) }
+        var code: APIErrorCode? { try? decode(APIErrorBody.self).error.code }
+    }
+
+    /// A request as `user` to instance `index`.
+    func request(
+        _ method: HTTPMethod, _ path: String, as user: String, body: String? = nil, on index: Int = 0
+    ) async throws -> HTTPReply {
+        var request = HTTPClientRequest(url: instances[index].baseURL + path)
+        request.method = method
+        request.headers.add(name: "Authorization", value: "Bearer \(try await token(user))")
+        if let body {
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(ByteBuffer(string: body))
+        }
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
+        let bytes = try await response.body.collect(upTo: 1 << 20)
+        return HTTPReply(status: Int(response.status.code), headers: response.headers, body: Data(buffer: bytes))
+    }
+
     /// A socket of `user` on instance `index`, authenticated by header.
     func connect(_ user: String, to index: Int = 0, paused: Bool = false) async throws -> StreamClient {
         let client = StreamClient(port: instances[index].port, token: try await token(user), paused: paused)

@@ -15,16 +15,8 @@ import Testing
     static func request(
         _ cluster: LiveCluster, _ method: HTTPMethod, _ path: String, as user: String, body: String? = nil
     ) async throws -> (Int, Data) {
-        var request = HTTPClientRequest(url: cluster.instances[0].baseURL + path)
-        request.method = method
-        request.headers.add(name: "Authorization", value: "Bearer \(try await cluster.token(user))")
-        if let body {
-            request.headers.add(name: "Content-Type", value: "application/json")
-            request.body = .bytes(ByteBuffer(string: body))
-        }
-        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
-        let bytes = try await response.body.collect(upTo: 1 << 20)
-        return (Int(response.status.code), Data(buffer: bytes))
+        let reply = try await cluster.request(method, path, as: user, body: body)
+        return (reply.status, reply.body)
     }
 
     static func presence(_ cluster: LiveCluster, _ id: UUID, as user: String = "alice") async throws

@@ -13,8 +13,12 @@ import Testing
             #expect(conversation.createdBy == "alice")
             #expect(conversation.lastSeq == 0)
             #expect(conversation.title == "Lunch")
-            let fetched = try await store.conversation(conversation.id, for: "carol")
-            #expect(fetched == conversation)
+            #expect(conversation.role == .owner)
+            #expect(try await store.conversation(conversation.id, for: "alice") == conversation)
+            // Each member sees their own role.
+            var asCarol = conversation
+            asCarol.role = .member
+            #expect(try await store.conversation(conversation.id, for: "carol") == asCarol)
         }
     }
 

@@ -13,7 +13,7 @@ import Testing
         try await TestDatabase.withStore(migrated: false) { store in
             let before = Migration.embedded.filter { $0.version < 7 }
             try await store.migrate(before)
-            let id = try await store.createConversation(creator: "alice", title: nil, members: ["bob"]).id
+            let id = try await store.createPlainly("alice", members: ["bob"])
             for n in 1...3 { try await store.appendPlainly("@bob old \(n)", from: "alice", to: id) }
             // Read by plain SQL: the store's statements read columns of later migrations.
             let rows: PostgresQuery = "SELECT seq || ' ' || body || ' ' || version FROM messages ORDER BY seq"

@@ -52,6 +52,34 @@ import Testing
         }
     }
 
+    /// Conversations from before roles get an owner: their creator, or
+    /// their first member by user id when the creator had left. The call of
+    /// the previous version's sends still stores.
+    @Test func conversationsFromBeforeRolesGetAnOwner() async throws {
+        try await TestDatabase.withStore(migrated: false) { store in
+            try await store.migrate(Migration.embedded.filter { $0.version < 16 })
+            let kept = try await store.createPlainly("alice", members: ["bob"])
+            let left = try await store.createPlainly("carol", members: ["dave", "bob"])
+            _ = try await store.values(
+                Int.self,
+                "WITH d AS (DELETE FROM members WHERE user_id = 'carol' RETURNING 1) SELECT count(*)::int FROM d")
+            #expect(try await store.migrate() == ["016_roles_bans_slow_mode"])
+            #expect(
+                try await store.members(of: kept, for: "bob")
+                    == [.init(userId: "alice", role: .owner), .init(userId: "bob", role: .member)])
+            #expect(
+                try await store.members(of: left, for: "bob")
+                    == [.init(userId: "bob", role: .owner), .init(userId: "dave", role: .member)])
+            let seqs = try await store.values(
+                Int64.self,
+                """
+                SELECT seq FROM store_sends(ARRAY[\(kept)]::uuid[], ARRAY['bob'], ARRAY['hi'], ARRAY[NULL::text],
+                                            ARRAY[NULL::int8], '{}', '{}', 10)
+                """)
+            #expect(seqs == [1])
+        }
+    }
+
     @Test func embeddedMigrationsMatchTheSQLFolder() throws {
         let names = try FileManager.default.contentsOfDirectory(atPath: "sql").filter { $0.hasSuffix(".sql") }.sorted()
         #expect(Migration.embedded.map { $0.name + ".sql" } == names)

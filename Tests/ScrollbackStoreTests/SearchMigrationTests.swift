@@ -11,7 +11,7 @@ import Testing
     @Test func afterItsMigrationTheSearchIndexHoldsNothingPending() async throws {
         try await TestDatabase.withStore(migrated: false) { store in
             try await store.migrate(Migration.embedded.filter { $0.version < 9 })
-            let id = try await store.createConversation(creator: "alice", title: nil, members: ["bob"]).id
+            let id = try await store.createPlainly("alice", members: ["bob"])
             func sendSome(_ word: String, plainly: Bool) async throws {
                 for n in 1...20 {
                     if plainly {
@@ -45,7 +45,7 @@ import Testing
     @Test func theSearchMigrationAppliesToADatabaseWithMessagesAndTheBackfillIndexesThem() async throws {
         try await TestDatabase.withStore(migrated: false) { store in
             try await store.migrate(Migration.embedded.filter { $0.version < 6 })
-            let id = try await store.createConversation(creator: "alice", title: nil, members: ["bob"]).id
+            let id = try await store.createPlainly("alice", members: ["bob"])
             for n in 1...30 { try await store.appendPlainly("olive \(n)", from: n % 2 == 0 ? "alice" : "bob", to: id) }
             // An edit and a deletion as the schema of the time stores them (the
             // store's statements read columns of later migrations).

@@ -25,6 +25,20 @@ extension ScrollbackStore {
             """)
     }
 
+    /// Creates a conversation of `creator` and `members` by plain SQL, as
+    /// any schema from `001` on stores one: for tests of a migration.
+    public func createPlainly(_ creator: UserID, members: [UserID]) async throws -> UUID {
+        let everyone = Array(Set(members + [creator])).map(\.rawValue)
+        let ids = try await values(
+            UUID.self,
+            """
+            WITH c AS (INSERT INTO conversations (created_by) VALUES (\(creator.rawValue)) RETURNING id),
+            m AS (INSERT INTO members (conversation_id, user_id) SELECT c.id, u FROM c, unnest(\(everyone)::text[]) AS u)
+            SELECT id FROM c
+            """)
+        return ids[0]
+    }
+
     public func values<T: PostgresDecodable>(_ type: T.Type, _ query: PostgresQuery) async throws -> [T] {
         try await client.withConnection { [logger] connection in
             try await connection.query(query, logger: logger).collect()

@@ -396,6 +396,10 @@ struct LiveRouting {
             endSubscriptions(in: id, &effects) { _, subscription in subscription.user == user }
         case .memberAdded:
             break  // for inboxes; a subscriber is a member already
+        case .memberUpdated(let id, let user, let role):
+            fanOut(
+                .other(ServerFrameBytes(.memberUpdated(conversationId: id, userId: user.rawValue, role: role))), in: id,
+                &effects)
         case .presence:
             break  // read by the hub's presence pass, then `presence(_:in:)`
         }

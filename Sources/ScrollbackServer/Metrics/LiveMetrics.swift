@@ -20,7 +20,9 @@ struct LiveMetrics: Sendable {
 
     /// The `kind` of a notification: what happened in a conversation, or
     /// `presence` (users whose presence may have changed).
-    static let notificationKinds = ["message", "read", "member_added", "member_removed", "typing", "presence"]
+    static let notificationKinds = [
+        "message", "read", "member_added", "member_removed", "member_updated", "typing", "presence",
+    ]
 
     init(factory: any MetricsFactory) {
         slowConsumerCloses = Counter(label: "scrollback_live_slow_consumer_closes_total", factory: factory)
@@ -76,6 +78,7 @@ struct LiveMetrics: Sendable {
         case .memberAdded: "member_added"
         case .typing: "typing"
         case .presence: "presence"
+        case .memberUpdated: "member_updated"
         }
     }
 }

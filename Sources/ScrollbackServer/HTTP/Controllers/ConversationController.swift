@@ -14,8 +14,13 @@ struct ConversationController {
         group.post("conversations", use: create)
         group.get("conversations", use: list)
         group.get("conversations/:id", use: show)
+        group.patch("conversations/:id", use: update)
+        group.get("conversations/:id/members", use: members)
         group.post("conversations/:id/members", use: addMember)
+        group.patch("conversations/:id/members/:user_id", use: setRole)
         group.delete("conversations/:id/members/:user_id", use: removeMember)
+        group.get("conversations/:id/bans", use: bans)
+        group.delete("conversations/:id/bans/:user_id", use: unban)
         group.put("conversations/:id/read", use: markRead)
         group.post("conversations/:id/typing", use: typing)
     }
@@ -56,13 +61,65 @@ struct ConversationController {
         return JSONBody(try await store.addMember(member, to: id, by: user))
     }
 
+    /// Removes a member; with `?ban=true` (and optionally `&until=` a time)
+    /// also keeps them out.
     @Sendable func removeMember(_ request: Request, context: ScrollbackRequestContext) async throws
         -> HTTPResponse.Status
     {
         let user = try context.requireUser()
         let id = try Self.conversationID(context)
         let member = try Validation.userID(context.pathParameter("user_id") ?? "", field: "user_id")
-        try await store.removeMember(member, from: id, by: user)
+        let query = QueryParameters(request)
+        let ban = try query.flag("ban")
+        let until = try query.single("until").map(Validation.banEnd)
+        if until != nil, !ban {
+            throw APIError.unprocessable(.invalidBan, "`until` is the end of a ban: give it with `ban=true`.")
+        }
+        try await store.removeMember(member, from: id, by: user, ban: ban, until: until)
+        return .noContent
+    }
+
+    /// Sets the title (null: none) and slow mode, those given.
+    @Sendable func update(_ request: Request, context: ScrollbackRequestContext) async throws -> JSONBody<Conversation> {
+        let user = try context.requireUser()
+        let id = try Self.conversationID(context)
+        let input = try await RequestBody.decode(UpdateConversationRequest.self, from: request, context: context)
+        let title = try input.title.map { try Validation.title($0) }
+        let slowMode = try input.slowModeSeconds.map(Validation.slowMode)
+        guard title != nil || slowMode != nil else {
+            throw APIError.unprocessable(.invalidField, "Give `title`, `slow_mode_seconds` or both.")
+        }
+        return JSONBody(try await store.updateConversation(id, title: title, slowModeSeconds: slowMode, by: user))
+    }
+
+    @Sendable func members(_ request: Request, context: ScrollbackRequestContext) async throws -> JSONBody<MemberList> {
+        let user = try context.requireUser()
+        return JSONBody(MemberList(members: try await store.members(of: try Self.conversationID(context), for: user)))
+    }
+
+    /// Changes a member's role (the owner only); `owner` hands ownership
+    /// over. Answers every member with their role.
+    @Sendable func setRole(_ request: Request, context: ScrollbackRequestContext) async throws -> JSONBody<MemberList> {
+        let user = try context.requireUser()
+        let id = try Self.conversationID(context)
+        let member = try Validation.userID(context.pathParameter("user_id") ?? "", field: "user_id")
+        let input = try await RequestBody.decode(UpdateMemberRequest.self, from: request, context: context)
+        let role = try Validation.role(input.role)
+        try limiter.check(.member, for: user)
+        _ = try await store.setRole(role, of: member, in: id, by: user)
+        return JSONBody(MemberList(members: try await store.members(of: id, for: user)))
+    }
+
+    @Sendable func bans(_ request: Request, context: ScrollbackRequestContext) async throws -> JSONBody<BanList> {
+        let user = try context.requireUser()
+        return JSONBody(BanList(bans: try await store.bans(of: try Self.conversationID(context), for: user)))
+    }
+
+    @Sendable func unban(_ request: Request, context: ScrollbackRequestContext) async throws -> HTTPResponse.Status {
+        let user = try context.requireUser()
+        let id = try Self.conversationID(context)
+        let member = try Validation.userID(context.pathParameter("user_id") ?? "", field: "user_id")
+        try await store.unban(member, in: id, by: user)
         return .noContent
     }
 

@@ -23,6 +23,16 @@ struct QueryParameters {
         return values[0]
     }
 
+    /// `true` or `false` (absent: false).
+    func flag(_ name: String) throws -> Bool {
+        guard let text = try single(name) else { return false }
+        switch text {
+        case "true": return true
+        case "false": return false
+        default: throw APIError.badRequest(.invalidParameter, "`\(name)` must be true or false.")
+        }
+    }
+
     /// A whole number in `range`, written with digits only (no sign, no exponent).
     func integer(_ name: String, in range: ClosedRange<Int64>) throws -> Int64? {
         guard let text = try single(name) else { return nil }

@@ -174,6 +174,35 @@ enum Validation {
         return String(repeating: "0", count: max(0, 4 - digits.count)) + digits
     }
 
+    /// A role, as `PATCH .../members/{user_id}` takes it.
+    static func role(_ text: String) throws -> MemberRole {
+        guard let role = MemberRole(rawValue: text) else {
+            let roles = MemberRole.allCases.map { "`\($0.rawValue)`" }.joined(separator: ", ")
+            throw APIError.unprocessable(.invalidRole, "Field `role` must be one of \(roles).")
+        }
+        return role
+    }
+
+    /// Slow mode's period, 0 (off) to ``APILimits/maxSlowModeSeconds``.
+    static func slowMode(_ seconds: Int) throws -> Int {
+        guard (0...APILimits.maxSlowModeSeconds).contains(seconds) else {
+            throw APIError.unprocessable(
+                .invalidSlowMode,
+                "Field `slow_mode_seconds` must be a whole number of seconds from 0 (off) to \(APILimits.maxSlowModeSeconds) (6 hours).")
+        }
+        return seconds
+    }
+
+    /// The end of a ban: an RFC 3339 time in the future.
+    static func banEnd(_ text: String) throws -> Date {
+        guard let date = ScrollbackJSON.parseTimestamp(text), date > Date() else {
+            throw APIError.unprocessable(
+                .invalidBan,
+                "`until` must be a time in the future (RFC 3339, such as 2026-12-24T18:00:00Z); leave it out to ban until the ban is lifted.")
+        }
+        return date
+    }
+
     static func userID(_ id: String, field: String) throws -> UserID {
         guard let user = UserID(validating: id) else {
             throw APIError.unprocessable(.invalidUserID, "`\(field)` must be a user id of \(UserID.rule).")

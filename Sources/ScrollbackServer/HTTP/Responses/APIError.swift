@@ -74,11 +74,34 @@ public struct APIError: Error, HTTPResponseError, Equatable {
         case .forbidden(.editAnotherSendersMessage):
             self.init(.forbidden, .forbidden, "Only the sender can edit a message.")
         case .forbidden(.deleteAnotherSendersMessage):
-            self.init(.forbidden, .forbidden, "Only the sender or the conversation's creator can delete a message.")
+            self.init(.forbidden, .forbidden, "Only the sender, an admin or the owner can delete a message.")
         case .forbidden(.removeAnotherMember):
             self.init(
                 .forbidden, .forbidden,
-                "Only the conversation's creator can remove other members; a member can remove themself.")
+                "Only the owner or an admin can remove a member, and only the owner an admin; a member can remove themself.")
+        case .forbidden(.ban):
+            self.init(
+                .forbidden, .forbidden,
+                "Only the owner or an admin can ban a member or lift a ban, and only the owner an admin; no one bans themself.")
+        case .forbidden(.changeRole):
+            self.init(
+                .forbidden, .forbidden,
+                "Only the owner can change roles; the owner hands ownership over by giving another member the role owner.")
+        case .forbidden(.updateConversation):
+            self.init(.forbidden, .forbidden, "Only the owner or an admin can change the title or slow mode.")
+        case .forbidden(.ownerMustHandOver):
+            self.init(
+                .forbidden, .forbidden,
+                "The owner cannot leave while others remain: hand ownership over first (PATCH /v1/conversations/{id}/members/{user_id} with {\"role\": \"owner\"}).")
+        case .banned:
+            self.init(
+                .forbidden, .memberBanned,
+                "This user is banned from this conversation; the owner or an admin can lift the ban (DELETE /v1/conversations/{id}/bans/{user_id}).")
+        case .slowMode(let wait):
+            let seconds = max(1, Int(wait.rounded(.up)))
+            self.init(
+                .tooManyRequests, .slowMode, "This conversation is in slow mode: you can send again in \(seconds) s.",
+                headers: [.retryAfter: "\(seconds)"])
         case .idempotencyConflict:
             self.init(
                 .conflict, .idempotencyConflict,

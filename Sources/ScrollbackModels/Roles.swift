@@ -1,0 +1,164 @@
+import Foundation
+
+/// A member's role in a conversation. Its creator is the `owner` (one per
+/// conversation) until they hand ownership over; the owner makes members
+/// `admin`s. What each may do is `may(_:on:)`: the one table, which the
+/// server enforces and a client may read to show only what will work.
+public enum MemberRole: String, Codable, Sendable, CaseIterable, Hashable {
+    case owner
+    case admin
+    case member
+
+    /// What a member may do to a conversation or to another member.
+    public enum Action: String, Sendable, CaseIterable {
+        /// `POST .../members`.
+        case addMember = "add_member"
+        /// `DELETE .../members/{user_id}` of another member.
+        case removeMember = "remove_member"
+        /// The same with `?ban=true`; `DELETE .../bans/{user_id}` lifts it.
+        case ban
+        /// `GET .../bans`.
+        case listBans = "list_bans"
+        /// `PATCH .../members/{user_id}`: make a member an admin or an admin
+        /// a member, or hand ownership over (`"role": "owner"`).
+        case changeRole = "change_role"
+        /// `DELETE .../messages/{seq}` of another sender's message.
+        case deleteOthersMessage = "delete_others_message"
+        /// `PATCH /v1/conversations/{id}` with `title`.
+        case setTitle = "set_title"
+        /// `PATCH /v1/conversations/{id}` with `slow_mode_seconds`.
+        case setSlowMode = "set_slow_mode"
+        /// Send during slow mode without waiting.
+        case skipSlowMode = "skip_slow_mode"
+    }
+
+    /// Whether a member of this role may do `action`, to a member of role
+    /// `target` when the action has one (removing, banning, changing a
+    /// role): an owner acts on admins and members, an admin on members.
+    public func may(_ action: Action, on target: MemberRole? = nil) -> Bool {
+        switch action {
+        case .addMember:
+            return true
+        case .removeMember, .ban:
+            return outranks(target ?? .member)
+        case .changeRole:
+            return self == .owner && (target ?? .member) != .owner
+        case .listBans, .deleteOthersMessage, .setTitle, .setSlowMode, .skipSlowMode:
+            return self != .member
+        }
+    }
+
+    /// An owner outranks admins and members, an admin members.
+    public func outranks(_ other: MemberRole) -> Bool {
+        switch (self, other) {
+        case (.owner, .admin), (.owner, .member), (.admin, .member): true
+        default: false
+        }
+    }
+}
+
+/// A member of a conversation and their role.
+public struct ConversationMember: Codable, Sendable, Hashable {
+    enum CodingKeys: String, CodingKey {
+        case userId = "user_id"
+        case role
+    }
+
+    public var userId: String
+    public var role: MemberRole
+
+    public init(userId: String, role: MemberRole) {
+        self.userId = userId
+        self.role = role
+    }
+}
+
+/// `GET /v1/conversations/{id}/members`: every member with their role, by user id.
+public struct MemberList: Codable, Sendable, Hashable {
+    public var members: [ConversationMember]
+
+    public init(members: [ConversationMember]) {
+        self.members = members
+    }
+}
+
+/// `PATCH /v1/conversations/{id}/members/{user_id}`: `role` is one of
+/// `MemberRole`'s values (kept as sent, so that another is refused with
+/// what it must be).
+public struct UpdateMemberRequest: Codable, Sendable, Equatable {
+    public var role: String
+
+    public init(role: MemberRole) {
+        self.role = role.rawValue
+    }
+}
+
+/// `PATCH /v1/conversations/{id}`: the fields given change; a `title` of
+/// null removes the title.
+public struct UpdateConversationRequest: Codable, Sendable, Equatable {
+    enum CodingKeys: String, CodingKey {
+        case title
+        case slowModeSeconds = "slow_mode_seconds"
+    }
+
+    /// Nil: unchanged; `.some(nil)`: no title.
+    public var title: String??
+    public var slowModeSeconds: Int?
+
+    public init(title: String?? = nil, slowModeSeconds: Int? = nil) {
+        self.title = title
+        self.slowModeSeconds = slowModeSeconds
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        title = container.contains(.title) ? .some(try container.decodeIfPresent(String.self, forKey: .title)) : nil
+        slowModeSeconds = try container.decodeIfPresent(Int.self, forKey: .slowModeSeconds)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        if let title { try container.encode(title, forKey: .title) }
+        try container.encodeIfPresent(slowModeSeconds, forKey: .slowModeSeconds)
+    }
+}
+
+/// A user kept out of a conversation.
+public struct Ban: Codable, Sendable, Hashable {
+    enum CodingKeys: String, CodingKey {
+        case userId = "user_id"
+        case bannedBy = "banned_by"
+        case bannedAt = "banned_at"
+        case until
+    }
+
+    public var userId: String
+    public var bannedBy: String
+    public var bannedAt: Date
+    /// Nil: until lifted.
+    public var until: Date?
+
+    public init(userId: String, bannedBy: String, bannedAt: Date, until: Date?) {
+        self.userId = userId
+        self.bannedBy = bannedBy
+        self.bannedAt = bannedAt
+        self.until = until
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(userId, forKey: .userId)
+        try container.encode(bannedBy, forKey: .bannedBy)
+        try container.encode(bannedAt, forKey: .bannedAt)
+        try container.encode(until, forKey: .until)
+    }
+}
+
+/// `GET /v1/conversations/{id}/bans`: the bans in force, by user id.
+public struct BanList: Codable, Sendable, Hashable {
+    public var bans: [Ban]
+
+    public init(bans: [Ban]) {
+        self.bans = bans
+    }
+}
