@@ -170,6 +170,9 @@ async function openConversation(conversation) {
     loadingOlder: false,
     replyTo: null,
     picker: null,
+    menu: null,
+    revealed: new Set(),
+    reported: new Set(),
     thread: null,
   };
   state.readSeqs = new Map();
@@ -345,9 +348,24 @@ function messageItem(message) {
   sender.textContent = message.sender + (role && role !== "member" ? ` (${role})` : "");
   const text = document.createElement("span");
   text.className = "text";
+  const folded = message.blocked_sender && !state.open.revealed.has(message.seq);
   if (message.deleted) text.textContent = "(deleted)";
+  else if (folded) text.textContent = `(hidden: you blocked ${message.sender})`;
   else text.append(...withMentions(message.body, message.sender));
   item.append(sender, text);
+  if (folded && !message.deleted) {
+    item.classList.add("blocked");
+    item.append(button("reveal", "show", () => {
+      state.open.revealed.add(message.seq);
+      render();
+    }));
+  }
+  if (message.seq !== null && state.open.reported.has(message.seq)) {
+    const note = document.createElement("span");
+    note.className = "time reported";
+    note.textContent = "reported";
+    item.append(note);
+  }
   if (!message.deleted && message.attachments && message.attachments.length) item.append(attachmentsOf(message));
   if (message.edited_at && !message.deleted) {
     const edited = document.createElement("span");
@@ -551,7 +569,52 @@ function actions(message) {
     render();
     renderThread();
   }));
+  if (message.sender !== state.user) {
+    // Report the message (a reason), or block its sender.
+    if (state.open.menu === message.seq) {
+      for (const reason of REPORT_REASONS) {
+        const choice = button("report-reason", reason.replace("_", " "), () => report(message, reason));
+        choice.dataset.reason = reason;
+        box.append(choice);
+      }
+      box.append(button("block", "block " + message.sender, () => block(message.sender)));
+    }
+    box.append(button("more", state.open.menu === message.seq ? "×" : "⋯", () => {
+      state.open.menu = state.open.menu === message.seq ? null : message.seq;
+      render();
+    }));
+  }
   return box;
+}
+
+const REPORT_REASONS = ["spam", "harassment", "hate", "violence", "sexual", "self_harm", "other"];
+
+/// Reports a message for `reason`; the row says it was reported.
+async function report(message, reason) {
+  const open = state.open;
+  try {
+    await api("POST", "/v1/reports", { conversation_id: open.id, seq: message.seq, reason });
+    open.reported.add(message.seq);
+    open.menu = null;
+    if (state.open === open) render();
+  } catch (error) {
+    showError(error);
+  }
+}
+
+/// Blocks a user: their messages here fold away (the server flags them as
+/// `blocked_sender` on this reader's pages), and they cannot start a
+/// conversation with this user any more.
+async function block(user) {
+  const open = state.open;
+  try {
+    await api("PUT", `/v1/blocks/${encodeURIComponent(user)}`);
+    open.menu = null;
+    const conversation = state.conversations.find((c) => c.id === open.id);
+    if (state.open === open) openConversation(conversation || { id: open.id, members: [], role: open.role });
+  } catch (error) {
+    showError(error);
+  }
 }
 
 // A mention as the server parses it (sql/007_mentions.sql): `@` not after a

@@ -80,6 +80,45 @@ extension ScrollbackClient {
     }
 
     @discardableResult
+    public func distinctConversation(
+        with members: [String], title: String? = nil, completion: @escaping Completion<Conversation>
+    ) -> Task<Void, Never> {
+        complete(completion) { () async throws(ScrollbackError) in try await distinctConversation(with: members, title: title) }
+    }
+
+    @discardableResult
+    public func block(_ user: String, completion: @escaping Completion<BlockedUser>) -> Task<Void, Never> {
+        complete(completion) { () async throws(ScrollbackError) in try await block(user) }
+    }
+
+    @discardableResult
+    public func unblock(_ user: String, completion: @escaping Completion<Void>) -> Task<Void, Never> {
+        complete(completion) { () async throws(ScrollbackError) in try await unblock(user) }
+    }
+
+    @discardableResult
+    public func blocks(completion: @escaping Completion<[BlockedUser]>) -> Task<Void, Never> {
+        complete(completion) { () async throws(ScrollbackError) in try await blocks() }
+    }
+
+    @discardableResult
+    public func report(
+        message seq: Int64, in id: UUID, reason: ReportReason, note: String? = nil,
+        completion: @escaping Completion<Report>
+    ) -> Task<Void, Never> {
+        complete(completion) { () async throws(ScrollbackError) in
+            try await report(message: seq, in: id, reason: reason, note: note)
+        }
+    }
+
+    @discardableResult
+    public func report(
+        user: String, reason: ReportReason, note: String? = nil, completion: @escaping Completion<Report>
+    ) -> Task<Void, Never> {
+        complete(completion) { () async throws(ScrollbackError) in try await report(user: user, reason: reason, note: note) }
+    }
+
+    @discardableResult
     public func members(of id: UUID, completion: @escaping Completion<[ConversationMember]>) -> Task<Void, Never> {
         complete(completion) { () async throws(ScrollbackError) in try await members(of: id) }
     }

@@ -54,3 +54,54 @@ extension ScrollbackClient {
         _ = try await exchange(.DELETE, "/v1/conversations/\(id.wire)/bans/\(user.pathEscaped)")
     }
 }
+
+/// One-to-one conversations, blocks and reports.
+extension ScrollbackClient {
+    /// "The" conversation of the user and exactly `members` (one-to-one
+    /// with one member): the existing one, or a new one, never two however
+    /// many devices ask at once. Retried safely: asking again finds it.
+    public func distinctConversation(with members: [String], title: String? = nil) async throws(ScrollbackError)
+        -> Conversation
+    {
+        try await retrying { () async throws(ScrollbackError) in
+            try await self.call(
+                .POST, "/v1/conversations",
+                body: CreateConversationRequest(title: title, members: members, distinct: true))
+        }
+    }
+
+    /// Blocks `user`: they cannot start a conversation with the caller or
+    /// add them to one, and their messages arrive with `blockedSender` set.
+    @discardableResult
+    public func block(_ user: String) async throws(ScrollbackError) -> BlockedUser {
+        try await call(.PUT, "/v1/blocks/\(user.pathEscaped)")
+    }
+
+    public func unblock(_ user: String) async throws(ScrollbackError) {
+        _ = try await exchange(.DELETE, "/v1/blocks/\(user.pathEscaped)")
+    }
+
+    /// The users the caller blocked.
+    public func blocks() async throws(ScrollbackError) -> [BlockedUser] {
+        let list: BlockList = try await call(.GET, "/v1/blocks")
+        return list.blocks
+    }
+
+    /// Reports message `seq` of conversation `id` (reporting it again
+    /// answers the first report).
+    @discardableResult
+    public func report(message seq: Int64, in id: UUID, reason: ReportReason, note: String? = nil)
+        async throws(ScrollbackError) -> Report
+    {
+        try await call(
+            .POST, "/v1/reports", body: CreateReportRequest(conversationId: id, seq: seq, reason: reason, note: note))
+    }
+
+    /// Reports `user`, whom the caller shares a conversation with.
+    @discardableResult
+    public func report(user: String, reason: ReportReason, note: String? = nil) async throws(ScrollbackError)
+        -> Report
+    {
+        try await call(.POST, "/v1/reports", body: CreateReportRequest(userId: user, reason: reason, note: note))
+    }
+}

@@ -156,6 +156,38 @@ extension ScrollbackClient {
             deferred { () async throws(ScrollbackError) in try await client.unmute(id) }
         }
 
+        public func distinctConversation(with members: [String], title: String? = nil)
+            -> AnyPublisher<Conversation, ScrollbackError>
+        {
+            deferred { () async throws(ScrollbackError) in try await client.distinctConversation(with: members, title: title) }
+        }
+
+        public func block(_ user: String) -> AnyPublisher<BlockedUser, ScrollbackError> {
+            deferred { () async throws(ScrollbackError) in try await client.block(user) }
+        }
+
+        public func unblock(_ user: String) -> AnyPublisher<Void, ScrollbackError> {
+            deferred { () async throws(ScrollbackError) in try await client.unblock(user) }
+        }
+
+        public func blocks() -> AnyPublisher<[BlockedUser], ScrollbackError> {
+            deferred { () async throws(ScrollbackError) in try await client.blocks() }
+        }
+
+        public func report(message seq: Int64, in id: UUID, reason: ReportReason, note: String? = nil)
+            -> AnyPublisher<Report, ScrollbackError>
+        {
+            deferred { () async throws(ScrollbackError) in
+                try await client.report(message: seq, in: id, reason: reason, note: note)
+            }
+        }
+
+        public func report(user: String, reason: ReportReason, note: String? = nil)
+            -> AnyPublisher<Report, ScrollbackError>
+        {
+            deferred { () async throws(ScrollbackError) in try await client.report(user: user, reason: reason, note: note) }
+        }
+
         public func members(of id: UUID) -> AnyPublisher<[ConversationMember], ScrollbackError> {
             deferred { () async throws(ScrollbackError) in try await client.members(of: id) }
         }

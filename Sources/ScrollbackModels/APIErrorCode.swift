@@ -127,6 +127,9 @@ public struct APIErrorCode: RawRepresentable, Codable, Sendable, Hashable, CaseI
     public static let invalidRole = APIErrorCode(rawValue: "invalid_role")
     public static let invalidSlowMode = APIErrorCode(rawValue: "invalid_slow_mode")
     public static let invalidBan = APIErrorCode(rawValue: "invalid_ban")
+    /// A report that names neither a message nor a user (or both), a reason
+    /// not in the list, or a note too long.
+    public static let invalidReport = APIErrorCode(rawValue: "invalid_report")
     /// 403: the user is banned from the conversation (adding them back).
     public static let memberBanned = APIErrorCode(rawValue: "member_banned")
     /// 429: slow mode: wait `Retry-After` (the frame's `retry_after`) seconds.
@@ -157,7 +160,7 @@ public struct APIErrorCode: RawRepresentable, Codable, Sendable, Hashable, CaseI
         .tooManyItems, .invalidLayoutInput, .invalidReplyTo, .invalidEmoji, .tooManyReactions, .notAThreadRoot,
         .invalidUpload, .invalidUploadSize, .invalidUploadContent, .tooManyUploads, .invalidAttachments,
         .invalidDevice, .tooManyDevices, .invalidMute, .invalidRole, .invalidSlowMode, .invalidBan, .memberBanned,
-        .slowMode,
+        .slowMode, .invalidReport,
         .internalError, .serviceUnavailable, .outcomeUnknown,
     ]
 }

@@ -16,6 +16,11 @@ public enum APILimits {
     public static let maxUserIDLength = 64
     /// Members of one conversation, creator included.
     public static let maxMembers = 1_000
+    /// The most members of a distinct conversation (`"distinct": true`),
+    /// the creator included.
+    public static let maxDistinctMembers = 20
+    /// A report's note, in characters.
+    public static let maxReportNoteLength = 1_000
     /// Slow mode's longest period (`slow_mode_seconds`): 6 hours.
     public static let maxSlowModeSeconds = 21_600
     /// Distinct emojis on one message; one more kind is refused (409).

@@ -170,14 +170,18 @@ public struct ConversationList: Codable, Sendable, Equatable {
 public struct CreateConversationRequest: Codable, Sendable, Equatable {
     public var title: String?
     public var members: [String]?
+    /// The conversation of exactly these members (the caller included):
+    /// the existing one (200), or a new one (201), never two.
+    public var distinct: Bool?
 
-    public init(title: String? = nil, members: [String]? = nil) {
+    public init(title: String? = nil, members: [String]? = nil, distinct: Bool? = nil) {
         self.title = title
         self.members = members
+        self.distinct = distinct
     }
 
     enum CodingKeys: String, CodingKey {
-        case title, members
+        case title, members, distinct
     }
 
     /// `title` may be null (no title); `members` may be left out but is never
@@ -187,6 +191,7 @@ public struct CreateConversationRequest: Codable, Sendable, Equatable {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         title = try container.decodeIfPresent(String.self, forKey: .title)
         members = container.contains(.members) ? try container.decode([String].self, forKey: .members) : nil
+        distinct = try container.decodeIfPresent(Bool.self, forKey: .distinct)
     }
 }
 

@@ -18,6 +18,7 @@ public struct Message: Codable, Sendable, Hashable {
         case thread
         case reactions
         case attachments
+        case blockedSender = "blocked_sender"
     }
 
     public var conversationId: UUID
@@ -45,6 +46,10 @@ public struct Message: Codable, Sendable, Hashable {
     public var reactions: [ReactionSummary]
     /// Files and images, in the order they were sent; none on a tombstone.
     public var attachments: [Attachment]
+    /// The reader blocked the sender (`PUT /v1/blocks/{user_id}`): a client
+    /// collapses the message. About the reader, like `me` on reactions;
+    /// on the wire only when true.
+    public var blockedSender: Bool = false
 
     public init(
         conversationId: UUID, seq: Int64, sender: String, body: String, clientId: String?, createdAt: Date,
@@ -84,6 +89,7 @@ public struct Message: Codable, Sendable, Hashable {
         thread = try container.decodeIfPresent(ThreadSummary.self, forKey: .thread)
         reactions = try container.decodeIfPresent([ReactionSummary].self, forKey: .reactions) ?? []
         attachments = try container.decodeIfPresent([Attachment].self, forKey: .attachments) ?? []
+        blockedSender = try container.decodeIfPresent(Bool.self, forKey: .blockedSender) ?? false
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -103,6 +109,7 @@ public struct Message: Codable, Sendable, Hashable {
         try container.encodeIfPresent(thread, forKey: .thread)
         if !reactions.isEmpty { try container.encode(reactions, forKey: .reactions) }
         if !attachments.isEmpty { try container.encode(attachments, forKey: .attachments) }
+        if blockedSender { try container.encode(true, forKey: .blockedSender) }
     }
 }
 
@@ -231,6 +238,10 @@ extension Message: JSONWritable {
         if !attachments.isEmpty {
             writer.key("attachments")
             writer.array(attachments)
+        }
+        if blockedSender {
+            writer.key("blocked_sender")
+            writer.bool(true)
         }
         writer.key("body")
         writer.string(body)

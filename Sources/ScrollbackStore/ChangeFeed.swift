@@ -29,6 +29,9 @@ public enum FeedEvent: Sendable, Equatable {
     /// presence hidden or shown): their presence is read again
     /// (`ScrollbackStore+Presence.swift`). User ids have no `:`.
     case presence(users: [UserID])
+    /// `user` blocked someone or lifted a block: their pages and frames
+    /// flag other senders now.
+    case blocks(user: UserID)
 
     /// The one channel of the feed.
     public static let channel = "scrollback_feed"
@@ -61,6 +64,10 @@ public enum FeedEvent: Sendable, Equatable {
     /// The event of a payload; nil for one this version does not know.
     public init?(payload: String) {
         let parts = payload.split(separator: ":", omittingEmptySubsequences: false)
+        if parts.first == "k", parts.count == 2 {
+            self = .blocks(user: UserID(rawValue: String(parts[1])))
+            return
+        }
         if parts.first == "o" {
             guard parts.count >= 2 else { return nil }
             self = .presence(users: parts.dropFirst().map { UserID(rawValue: String($0)) })
@@ -114,7 +121,7 @@ public enum FeedEvent: Sendable, Equatable {
     /// version does not know (from a newer instance during a rolling
     /// deploy) may still change what the conversation's pages show.
     static func conversation(in payload: String) -> UUID? {
-        guard !payload.hasPrefix("o:") else { return nil }
+        guard !payload.hasPrefix("o:"), !payload.hasPrefix("k:") else { return nil }
         let parts = payload.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
         return parts.count >= 2 ? UUID(uuidString: String(parts[1])) : nil
     }
@@ -126,7 +133,7 @@ public enum FeedEvent: Sendable, Equatable {
         case .changed(let id, _, _), .read(let id, _, _), .memberRemoved(let id, _), .memberAdded(let id, _),
             .memberUpdated(let id, _, _), .typing(let id, _):
             id
-        case .presence:
+        case .presence, .blocks:
             nil
         }
     }

@@ -7,14 +7,56 @@ extension ScrollbackStore {
     public static let memberLimit = APILimits.maxMembers
 
     /// Creates a conversation whose members are `creator` (its owner) plus
-    /// `members` (deduplicated), in one statement.
+    /// `members` (deduplicated), in one statement; refused when one of them
+    /// blocked the creator.
     public func createConversation(creator: UserID, title: String?, members: [UserID]) async throws -> Conversation {
+        guard let created = try await insertConversation(creator: creator, title: title, members: members) else {
+            throw MalformedRow()
+        }
+        return created
+    }
+
+    /// The conversation of exactly `creator` and `members` (at most
+    /// ``APILimits/maxDistinctMembers`` in all), and whether this call
+    /// created it: one per set of members however many ask at once (a
+    /// unique key on the sorted member ids), until its members change.
+    public func distinctConversation(
+        creator: UserID, title: String?, members: [UserID]
+    ) async throws -> (conversation: Conversation, created: Bool) {
+        let everyone = Array(Set(members + [creator])).sorted()
+        guard everyone.count <= APILimits.maxDistinctMembers else {
+            throw StoreError.distinctTooLarge(limit: APILimits.maxDistinctMembers)
+        }
+        let key = everyone.map(\.rawValue).joined(separator: ",")
+        // A creation that lost the race to another finds the winner's next time.
+        for _ in 0..<3 {
+            let existing = try await rows(
+                "SELECT id FROM conversations WHERE distinct_key = \(key)", writes: false, as: .createConversation)
+            if let id = try existing.first?.decode(UUID.self) { return (try await conversation(id, for: creator), false) }
+            if let created = try await insertConversation(
+                creator: creator, title: title, members: members, distinctKey: key)
+            {
+                return (created, true)
+            }
+        }
+        throw StoreError.unavailable
+    }
+
+    /// Inserts a conversation and its members in one statement; nil when
+    /// `distinctKey` is taken already.
+    private func insertConversation(
+        creator: UserID, title: String?, members: [UserID], distinctKey: String? = nil
+    ) async throws -> Conversation? {
         let everyone = Array(Set(members + [creator])).sorted().map(\.rawValue)
         guard everyone.count <= Self.memberLimit else { throw StoreError.conversationFull(limit: Self.memberLimit) }
         let rows = try await rows(
             """
-            WITH c AS (
-                INSERT INTO conversations (title, created_by) VALUES (\(title), \(creator.rawValue))
+            WITH refused AS (
+                SELECT 1 FROM blocks WHERE blocked = \(creator.rawValue) AND blocker = ANY(\(everyone)::text[]) LIMIT 1
+            ), c AS (
+                INSERT INTO conversations (title, created_by, distinct_key)
+                SELECT \(title), \(creator.rawValue), \(distinctKey) WHERE NOT EXISTS (SELECT 1 FROM refused)
+                ON CONFLICT (distinct_key) WHERE distinct_key IS NOT NULL DO NOTHING
                 RETURNING id, title, created_by, created_at, last_seq, version, activity
             ), m AS (
                 INSERT INTO members (conversation_id, user_id, role)
@@ -22,14 +64,16 @@ extension ScrollbackStore {
                 FROM c, unnest(\(everyone)::text[]) AS u
                 RETURNING user_id, \(unescaped: FeedEvent.notify("a", "conversation_id::text", "user_id"))
             )
-            SELECT c.id, c.title, c.created_by, c.created_at, c.last_seq, c.version, c.activity,
-                   ARRAY(SELECT user_id FROM m ORDER BY user_id COLLATE "C")
-            FROM c
+            SELECT EXISTS (SELECT 1 FROM refused), c.id, c.title, c.created_by, c.created_at, c.last_seq, c.version,
+                   c.activity, ARRAY(SELECT user_id FROM m ORDER BY user_id COLLATE "C")
+            FROM (SELECT) AS one LEFT JOIN c ON true
             """,
             writes: true, as: .createConversation)
-        guard let (id, title, createdBy, createdAt, lastSeq, version, activity, members) = try rows.first?.decode(
-            (UUID, String?, String, Date, Int64, Int64, Int64, [String]).self)
-        else { throw MalformedRow() }
+        guard let row = rows.first else { throw MalformedRow() }
+        let (refused, id, title, createdBy, createdAt, lastSeq, version, activity, members) = try row.decode(
+            (Bool, UUID?, String?, String?, Date?, Int64?, Int64?, Int64?, [String]).self)
+        if refused { throw StoreError.forbidden(.blocked) }
+        guard let id, let createdBy, let createdAt, let lastSeq, let version, let activity else { return nil }
         return Conversation(
             id: id, title: title, createdBy: createdBy, createdAt: createdAt, lastSeq: lastSeq, members: members,
             version: version, activity: activity, role: .owner)
@@ -222,23 +266,29 @@ extension ScrollbackStore {
                 WITH banned AS (
                     SELECT 1 FROM bans
                     WHERE conversation_id = \(id) AND user_id = \(user.rawValue) AND \(unescaped: Self.banInForce)
+                ), blocked AS (
+                    SELECT 1 FROM blocks WHERE blocker = \(user.rawValue) AND blocked = \(actor.rawValue)
                 ), ins AS (
                     INSERT INTO members (conversation_id, user_id)
                     SELECT \(id), \(user.rawValue)
                     WHERE (SELECT count(*) FROM members WHERE conversation_id = \(id)) < \(Self.memberLimit)
-                      AND NOT EXISTS (SELECT 1 FROM banned)
+                      AND NOT EXISTS (SELECT 1 FROM banned) AND NOT EXISTS (SELECT 1 FROM blocked)
                     ON CONFLICT (conversation_id, user_id) DO NOTHING
                     RETURNING user_id, \(unescaped: FeedEvent.notify("a", "conversation_id::text", "user_id"))
+                ), undistinct AS (
+                    \(unescaped: Self.undistinct(id: "\(id)", ifAny: "ins"))
                 )
                 SELECT (SELECT count(*) FROM ins),
                        EXISTS (SELECT 1 FROM members WHERE conversation_id = \(id) AND user_id = \(user.rawValue)),
-                       EXISTS (SELECT 1 FROM banned)
+                       EXISTS (SELECT 1 FROM banned), EXISTS (SELECT 1 FROM blocked)
                 """,
                 logger: logger
             ).collect()
-            guard let (inserted, wasMember, banned) = try rows.first?.decode((Int64, Bool, Bool).self) else {
+            guard let (inserted, wasMember, banned, blocked) = try rows.first?.decode((Int64, Bool, Bool, Bool).self)
+            else {
                 return .full
             }
+            if blocked && !wasMember { return .forbidden(.blocked) }
             if banned { return .banned }
             return inserted == 1 || wasMember ? .done : .full
         }
@@ -304,6 +354,8 @@ extension ScrollbackStore {
                     SELECT user_id, conversation_id FROM removed
                     ON CONFLICT (user_id, conversation_id) DO UPDATE
                     SET removed_xid = pg_current_xact_id(), removed_change = nextval('membership_change')
+                ), undistinct AS (
+                    \(unescaped: Self.undistinct(id: "\(id)", ifAny: "removed"))
                 )
                 SELECT user_id FROM removed
                 """,
@@ -316,6 +368,16 @@ extension ScrollbackStore {
 
     /// Whether a row of `bans` keeps its user out now.
     static let banInForce = "(until IS NULL OR until > now())"
+
+    /// The SQL that makes conversation `id` (a uuid literal) an ordinary
+    /// one when `relation` has a row: its members changed, so it is no
+    /// longer "the" conversation of its members at creation.
+    static func undistinct(id: String, ifAny relation: String) -> String {
+        """
+        UPDATE conversations SET distinct_key = NULL
+        WHERE id = '\(id)' AND distinct_key IS NOT NULL AND EXISTS (SELECT 1 FROM \(relation))
+        """
+    }
 
     enum MembershipChange: Sendable {
         case done, notVisible, full, notAMember, banned

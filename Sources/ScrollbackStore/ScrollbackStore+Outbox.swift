@@ -326,7 +326,7 @@ public struct PushRecipient: Sendable, Equatable {
 extension ScrollbackStore {
     /// Who a push of message `seq` of conversation `id` by `sender` goes
     /// to: the members other than the sender who have not muted the
-    /// conversation, have a device, are not among `done`, and (unless
+    /// conversation nor blocked the sender, have a device, are not among `done`, and (unless
     /// `evenOnline`) have no live socket on any instance; each with the
     /// counts their inbox shows now.
     public func pushRecipients(
@@ -340,6 +340,7 @@ extension ScrollbackStore {
             \(unescaped: Self.pushColumns)
             FROM members me \(unescaped: Self.pushCountsJoin)
             WHERE me.conversation_id = \(id) AND me.user_id <> \(sender.rawValue) AND NOT \(unescaped: Self.mutedNow)
+              AND NOT EXISTS (SELECT 1 FROM blocks b WHERE b.blocker = me.user_id AND b.blocked = \(sender.rawValue))
               AND me.user_id <> ALL(\(done)::text[])
               AND EXISTS (SELECT 1 FROM devices d WHERE d.user_id = me.user_id)
               AND (\(evenOnline) OR NOT EXISTS (

@@ -39,6 +39,10 @@ public enum StoreError: Error, Equatable, Sendable {
     case banned
     /// Slow mode: the sender may send again in this many seconds.
     case slowMode(retryAfter: Double)
+    /// A distinct conversation of more members than one may have.
+    case distinctTooLarge(limit: Int)
+    /// A report of a user the reporter shares no conversation with.
+    case reportedUserNotFound
     /// The database cannot be reached, refused the work for now (a timeout,
     /// a lock it could not get in time, a read-only server), or is shutting
     /// down. Nothing was written: the statement was never sent or was rolled
@@ -69,5 +73,7 @@ public enum StoreError: Error, Equatable, Sendable {
         /// The owner leaves only once ownership is handed over (or as the
         /// last member).
         case ownerMustHandOver
+        /// A user who blocked the caller cannot be put in a conversation by them.
+        case blocked
     }
 }

@@ -38,6 +38,8 @@ public enum StatementName: String, CaseIterable, Sendable {
     case mute
     case presence
     case roles
+    case blocks
+    case reports
 }
 
 /// Why the store gave up on a statement or on waiting for a connection,

@@ -65,4 +65,36 @@ import Testing
             }
         }
     }
+
+    @Test func oneToOneBlocksAndReportsThroughTheKit() async throws {
+        try await LiveCluster.run { cluster in
+            let alice = ClientTests.client(cluster, "alice")
+            let bob = ClientTests.client(cluster, "bob")
+            let first = try await alice.distinctConversation(with: ["bob"])
+            let fromBob = try await withCheckedThrowingContinuation { continuation in
+                bob.distinctConversation(with: ["alice"]) { continuation.resume(with: $0) }
+            }
+            #expect(first.id == fromBob.id && first.members == ["alice", "bob"])
+
+            let sent = try await bob.send("hello there", to: first.id)
+            let report = try await alice.report(message: sent.message.seq, in: first.id, reason: .spam, note: "unsolicited")
+            #expect(report.reason == .spam && report.seq == sent.message.seq && report.note == "unsolicited")
+            #expect(try await alice.report(message: sent.message.seq, in: first.id, reason: .spam).id == report.id)
+            #expect(try await alice.report(user: "bob", reason: .harassment).userId == "bob")
+
+            try await alice.block("bob")
+            #expect(try await alice.blocks().map(\.userId) == ["bob"])
+            let page = try await alice.page(of: first.id, .newest, limit: 10)
+            #expect(page.messages.first?.blockedSender == true)
+            #expect(try await bob.page(of: first.id, .newest, limit: 10).messages.first?.blockedSender == false)
+            do {
+                _ = try await bob.createConversation(members: ["alice"])
+                Issue.record("a blocked user started a conversation with the blocker")
+            } catch let error as ScrollbackError {
+                #expect(error.code == .forbidden)
+            }
+            try await alice.unblock("bob")
+            #expect(try await alice.blocks().isEmpty)
+        }
+    }
 }

@@ -24,9 +24,10 @@ func buildRouter(
     LayoutController().addRoutes(to: router)  // public: outside the authenticated group
     let v1 = router.group("v1").add(middleware: AuthMiddleware(tokens: tokens, store: store))
     ConversationController(store: store, limiter: limiter, commands: commands).addRoutes(to: v1)
-    MessageController(store: store, commands: commands).addRoutes(to: v1)
-    MessageChangeController(store: store).addRoutes(to: v1)
-    ThreadController(store: store, limiter: limiter).addRoutes(to: v1)
+    MessageController(store: store, commands: commands, blockLists: live.blockLists).addRoutes(to: v1)
+    MessageChangeController(store: store, blockLists: live.blockLists).addRoutes(to: v1)
+    ThreadController(store: store, limiter: limiter, blockLists: live.blockLists).addRoutes(to: v1)
+    SafetyController(store: store, limiter: limiter, blockLists: live.blockLists).addRoutes(to: v1)
     SearchController(store: store).addRoutes(to: v1)
     MentionController(store: store).addRoutes(to: v1)
     UploadController(uploads: uploads).addRoutes(to: v1)

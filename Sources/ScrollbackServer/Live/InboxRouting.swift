@@ -221,7 +221,7 @@ struct InboxRouting {
                 markDirty(user, &effects)
                 users[user]?.conversations.remove(id)
                 forget(user, in: id)
-            case .typing, .presence, .memberUpdated:
+            case .typing, .presence, .memberUpdated, .blocks:
                 break
             }
         }

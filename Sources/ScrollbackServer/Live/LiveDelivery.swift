@@ -20,6 +20,8 @@ public struct LiveDelivery: Service {
     let logger: Logger
     /// Who has a socket here, in the database for every instance.
     let presence: PresenceTracker
+    /// Whom each user blocked, kept current by the change feed.
+    let blockLists: BlockLists
 
     /// Records into `metrics` when given (the same as the application's).
     public init(
@@ -32,6 +34,7 @@ public struct LiveDelivery: Service {
             slowConsumerCloses: self.metrics.slowConsumerCloses,
             onRefusedSocket: { metrics?.refusedConnection(kind: "socket") })
         self.logger = logger
+        self.blockLists = BlockLists(store: store)
         self.presence = PresenceTracker(
             store: store, ttl: options.presenceTTL, heartbeat: options.presenceHeartbeat, logger: logger)
     }
@@ -44,9 +47,14 @@ public struct LiveDelivery: Service {
 
     public func run() async throws {
         await withTaskGroup(of: Void.self) { group in
-            group.addTask { [store, hub, options, metrics] in
+            group.addTask { [store, hub, options, metrics, blockLists] in
                 await store.listenToFeed(probeInterval: options.probeInterval) { signal in
                     metrics.received(signal)
+                    switch signal {
+                    case .event(.blocks(let user)): blockLists.changed(user)
+                    case .listening, .lost: blockLists.forgetAll()
+                    case .event: break
+                    }
                     await hub.handle(signal)
                 }
             }
@@ -69,8 +77,24 @@ public struct LiveDelivery: Service {
             let requests = await hub.takeReads()
             let inboxRequests = await hub.takeInboxReads()
             let presence = await hub.takePresence()
+            let blockReads = await hub.takeBlockReads()
             var failed = false
             await withTaskGroup(of: Bool.self) { group in
+                if !blockReads.isEmpty {
+                    group.addTask { [hub, blockLists] in
+                        var left = blockReads[...]
+                        do {
+                            while let user = left.first {
+                                await hub.setBlocked(try await blockLists.blocked(by: user), for: user)
+                                left = left.dropFirst()
+                            }
+                            return true
+                        } catch {
+                            await hub.retryBlocks(Array(left))
+                            return false
+                        }
+                    }
+                }
                 if let presence {
                     group.addTask { [store, hub] in
                         do {

@@ -24,6 +24,10 @@ actor LiveHub {
     private var presenceNamed: Set<UserID> = []
     private var presenceOfEveryone = false
     private var announced: [UserID: MemberPresence] = [:]
+    /// Blocks: the users whose lists changed since the last pass
+    /// (`everyone`: every subscribed user, after the feed's connection was lost).
+    private var blocksNamed: Set<UserID> = []
+    private var blocksOfEveryone = false
     /// Wakes the catch-up worker when a conversation is marked for a read.
     /// Keeping only the newest wake-up is enough: the worker takes every
     /// marked conversation at once, and a mark made after that take yields
@@ -131,12 +135,41 @@ actor LiveHub {
         case .event(.presence(let users)):
             presenceNamed.formUnion(users)
             wakeWorker.yield()
+        case .event(.blocks(let user)):
+            blocksNamed.insert(user)
+            wakeWorker.yield()
         case .listening:
             presenceOfEveryone = true
+            blocksOfEveryone = true
             wakeWorker.yield()
         case .event, .lost:
             break
         }
+    }
+
+    // MARK: Blocks, for the catch-up worker
+
+    /// The subscribed users whose block lists to read again; call it on
+    /// each of `wakeUps`.
+    func takeBlockReads() -> [UserID] {
+        defer {
+            blocksNamed.removeAll()
+            blocksOfEveryone = false
+        }
+        guard blocksOfEveryone || !blocksNamed.isEmpty else { return [] }
+        let subscribed = routing.subscribedUsers
+        return Array(blocksOfEveryone ? subscribed : blocksNamed.intersection(subscribed))
+    }
+
+    /// `user` blocked `senders`: their frames flag those senders' messages.
+    func setBlocked(_ senders: Set<String>, for user: UserID) {
+        routing.setBlocked(senders, for: user)
+    }
+
+    /// A read of block lists that failed is tried again by the next pass.
+    func retryBlocks(_ users: [UserID]) {
+        blocksNamed.formUnion(users)
+        wakeWorker.yield()
     }
 
     // MARK: Presence, for the catch-up worker

@@ -240,16 +240,18 @@ struct LiveRouting {
             var seq: Int64
             var updated: Bool
             var mine: Set<String>
+            var blockedSender: Bool
         }
 
-        mutating func frame(for delivery: Delivery, to user: UserID) -> ServerFrameBytes {
+        /// `blocked`: the senders `user` blocked.
+        mutating func frame(for delivery: Delivery, to user: UserID, blocked: Set<String>) -> ServerFrameBytes {
             switch delivery {
             case .frame(let frame):
                 return frame
             case .message(let outgoing):
-                return personalized(outgoing, updated: outgoing.updated, to: user) ?? outgoing.frame
+                return personalized(outgoing, updated: outgoing.updated, to: user, blocked: blocked) ?? outgoing.frame
             case .update(let outgoing):
-                if let frame = personalized(outgoing, updated: true, to: user) { return frame }
+                if let frame = personalized(outgoing, updated: true, to: user, blocked: blocked) { return frame }
                 if let frame = updates[outgoing.message.seq] { return frame }
                 let frame = ServerFrameBytes(.messageUpdated(outgoing.message))
                 updates[outgoing.message.seq] = frame
@@ -257,13 +259,16 @@ struct LiveRouting {
             }
         }
 
-        private mutating func personalized(_ outgoing: Outgoing, updated: Bool, to user: UserID) -> ServerFrameBytes? {
-            guard let pairs = outgoing.reactors else { return nil }
-            let mine = FeedRead.reactions(pairs, of: user)
-            guard !mine.isEmpty else { return nil }
-            let key = PersonalKey(seq: outgoing.message.seq, updated: updated, mine: mine)
+        private mutating func personalized(
+            _ outgoing: Outgoing, updated: Bool, to user: UserID, blocked: Set<String>
+        ) -> ServerFrameBytes? {
+            let mine = outgoing.reactors.map { FeedRead.reactions($0, of: user) } ?? []
+            let blockedSender = blocked.contains(outgoing.message.sender)
+            guard !mine.isEmpty || blockedSender else { return nil }
+            let key = PersonalKey(seq: outgoing.message.seq, updated: updated, mine: mine, blockedSender: blockedSender)
             if let frame = personal[key] { return frame }
-            let message = FeedRead.message(outgoing.message, marking: mine)
+            var message = FeedRead.message(outgoing.message, marking: mine)
+            message.blockedSender = blockedSender
             let frame = ServerFrameBytes(updated ? .messageUpdated(message) : .message(message))
             personal[key] = frame
             return frame
@@ -302,14 +307,20 @@ struct LiveRouting {
         if snapshot.truncated {
             send(ServerFrameBytes(.resyncRequired(conversationId: id, lastSeq: snapshot.lastSeq)))
         } else {
-            for message in snapshot.added { send(ServerFrameBytes(.message(snapshot.message(message, for: subscription.user)))) }
+            let blocked = blockedBy[subscription.user] ?? []
+            for message in snapshot.added {
+                var message = snapshot.message(message, for: subscription.user)
+                message.blockedSender = blocked.contains(message.sender)
+                send(ServerFrameBytes(.message(message)))
+            }
         }
         epoch += 1
         var live = Live(
             has: Position(lastSeq: snapshot.lastSeq, version: snapshot.version), snapshotVersion: snapshot.version,
             epoch: epoch)
         var frames = Frames()
-        for item in buffered { live.take(item) { send(frames.frame(for: $0, to: subscription.user)) } }
+        let blocked = blockedBy[subscription.user] ?? []
+        for item in buffered { live.take(item) { send(frames.frame(for: $0, to: subscription.user, blocked: blocked)) } }
         feeds[id]?.subscriptions[socket]?.phase = .live(live)
         if removals.contains(snapshot.version) {
             // A read of the same version cannot say whether the user left
@@ -402,7 +413,24 @@ struct LiveRouting {
                 &effects)
         case .presence:
             break  // read by the hub's presence pass, then `presence(_:in:)`
+        case .blocks:
+            break  // read by the hub's pass, then `setBlocked(_:for:)`
         }
+    }
+
+    /// The senders each subscribed user blocked, for the `blocked_sender`
+    /// flag of their frames; absent: none.
+    private var blockedBy: [UserID: Set<String>] = [:]
+
+    /// The users with subscriptions here.
+    var subscribedUsers: Set<UserID> {
+        Set(feeds.values.flatMap { $0.subscriptions.values.map(\.user) })
+    }
+
+    /// `user` blocked `senders` (as read after a `blocks` notification, or
+    /// when they subscribe).
+    mutating func setBlocked(_ senders: Set<String>, for user: UserID) {
+        blockedBy[user] = senders.isEmpty ? nil : senders
     }
 
     /// The conversations with subscribers here that asked for presence.
@@ -496,7 +524,8 @@ struct LiveRouting {
         for socket in Array(feed.subscriptions.keys) where included(feed.subscriptions[socket]!) {
             let user = feed.subscriptions[socket]!.user
             feed.subscriptions[socket]!.phase.take(item) {
-                effects.sends.append(Send(socket: socket, frame: frames.frame(for: $0, to: user)))
+                effects.sends.append(
+                    Send(socket: socket, frame: frames.frame(for: $0, to: user, blocked: blockedBy[user] ?? [])))
             }
         }
         feeds[id] = feed

@@ -183,6 +183,9 @@ struct StreamSession {
         // Replaces a subscription to the same conversation, if any.
         await live.hub.register(socket, user: user, to: id, presence: presence)
         do {
+            // After the registration: a block that commits later is heard
+            // and read again (`LiveHub.takeBlockReads`).
+            await live.hub.setBlocked(try await live.blockLists.blocked(by: user), for: user)
             guard
                 let snapshot = try await store.feed(
                     of: id, afterSeq: afterSeq, afterVersion: .max, checking: [user],

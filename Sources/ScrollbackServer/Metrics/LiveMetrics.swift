@@ -21,7 +21,7 @@ struct LiveMetrics: Sendable {
     /// The `kind` of a notification: what happened in a conversation, or
     /// `presence` (users whose presence may have changed).
     static let notificationKinds = [
-        "message", "read", "member_added", "member_removed", "member_updated", "typing", "presence",
+        "message", "read", "member_added", "member_removed", "member_updated", "typing", "presence", "blocks",
     ]
 
     init(factory: any MetricsFactory) {
@@ -79,6 +79,7 @@ struct LiveMetrics: Sendable {
         case .typing: "typing"
         case .presence: "presence"
         case .memberUpdated: "member_updated"
+        case .blocks: "blocks"
         }
     }
 }

@@ -31,8 +31,12 @@ struct ConversationController {
         let title = try Validation.title(input.title)
         let members = try Validation.members(input.members, creator: user)
         try limiter.check(.conversation, for: user)
-        let conversation = try await store.createConversation(creator: user, title: title, members: members)
-        return JSONBody(conversation, status: .created)
+        guard input.distinct == true else {
+            return JSONBody(try await store.createConversation(creator: user, title: title, members: members), status: .created)
+        }
+        // The conversation of exactly these members: 200 when it exists.
+        let (conversation, created) = try await store.distinctConversation(creator: user, title: title, members: members)
+        return JSONBody(conversation, status: created ? .created : .ok)
     }
 
     @Sendable func list(_ request: Request, context: ScrollbackRequestContext) async throws -> JSONBody<ConversationList> {

@@ -7,6 +7,8 @@ import ScrollbackStore
 /// their windows with.
 struct MessageChangeController {
     let store: ScrollbackStore
+    /// Flags the messages of senders the reader blocked.
+    let blockLists: BlockLists
 
     func addRoutes(to group: RouterGroup<ScrollbackRequestContext>) {
         group.patch("conversations/:id/messages/:seq", use: edit)
@@ -35,7 +37,9 @@ struct MessageChangeController {
         let user = try context.requireUser()
         let id = try ConversationController.conversationID(context)
         let window = try QueryParameters(request).changeWindow()
-        return JSONBody(try await store.changes(in: id, for: user, since: window.since, limit: window.limit))
+        var changes = try await store.changes(in: id, for: user, since: window.since, limit: window.limit)
+        changes.messages = try await blockLists.flag(changes.messages, for: user)
+        return JSONBody(changes)
     }
 
     /// A seq that is not a positive whole number names no message: 404, as

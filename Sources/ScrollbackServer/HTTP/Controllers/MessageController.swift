@@ -7,6 +7,8 @@ import ScrollbackStore
 struct MessageController {
     let store: ScrollbackStore
     let commands: MemberCommands
+    /// Flags the messages of senders the reader blocked.
+    let blockLists: BlockLists
 
     func addRoutes(to group: RouterGroup<ScrollbackRequestContext>) {
         group.post("conversations/:id/messages", use: send)
@@ -42,7 +44,8 @@ struct MessageController {
             // The first message at or after that time, or the newest when none is.
             anchor = try await store.seq(at: time, in: id, for: user).map(PageAnchor.around) ?? .newest
         }
-        let page = try await store.page(of: id, for: user, anchor: anchor, limit: limit, minVersion: minVersion)
+        var page = try await store.page(of: id, for: user, anchor: anchor, limit: limit, minVersion: minVersion)
+        page.messages = try await blockLists.flag(page.messages, for: user)
         return JSONBody(try hints.apply(to: page, anchor: anchor))
     }
 }

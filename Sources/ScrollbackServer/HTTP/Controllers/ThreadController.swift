@@ -8,6 +8,8 @@ import ScrollbackStore
 struct ThreadController {
     let store: ScrollbackStore
     let limiter: RateLimiter
+    /// Flags the messages of senders the reader blocked.
+    let blockLists: BlockLists
 
     func addRoutes(to group: RouterGroup<ScrollbackRequestContext>) {
         group.get("conversations/:id/messages/:seq/thread", use: thread)
@@ -26,7 +28,11 @@ struct ThreadController {
         }
         let limit = try query.limit()
         let anchor = try query.pageAnchor()
-        return JSONBody(try await store.thread(of: seq, in: id, for: user, anchor: anchor, limit: limit))
+        var page = try await store.thread(of: seq, in: id, for: user, anchor: anchor, limit: limit)
+        let flagged = try await blockLists.flag([page.root] + page.messages, for: user)
+        page.root = flagged[0]
+        page.messages = Array(flagged.dropFirst())
+        return JSONBody(page)
     }
 
     /// 200 with the message; reacting again with the same emoji changes nothing.

@@ -193,6 +193,25 @@ enum Validation {
         return seconds
     }
 
+    /// A report's reason, one of ``ReportReason``.
+    static func reportReason(_ text: String) throws -> ReportReason {
+        guard let reason = ReportReason(rawValue: text) else {
+            let reasons = ReportReason.allCases.map { "`\($0.rawValue)`" }.joined(separator: ", ")
+            throw APIError.unprocessable(.invalidReport, "Field `reason` must be one of \(reasons).")
+        }
+        return reason
+    }
+
+    /// A report's note: optional, at most ``APILimits/maxReportNoteLength`` characters.
+    static func reportNote(_ note: String?) throws -> String? {
+        guard let note, !note.isEmpty else { return nil }
+        guard note.unicodeScalars.count <= APILimits.maxReportNoteLength else {
+            throw APIError.unprocessable(
+                .invalidReport, "Field `note` must be at most \(APILimits.maxReportNoteLength) characters.")
+        }
+        return note
+    }
+
     /// The end of a ban: an RFC 3339 time in the future.
     static func banEnd(_ text: String) throws -> Date {
         guard let date = ScrollbackJSON.parseTimestamp(text), date > Date() else {

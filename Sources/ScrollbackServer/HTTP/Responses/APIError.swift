@@ -93,6 +93,16 @@ public struct APIError: Error, HTTPResponseError, Equatable {
             self.init(
                 .forbidden, .forbidden,
                 "The owner cannot leave while others remain: hand ownership over first (PATCH /v1/conversations/{id}/members/{user_id} with {\"role\": \"owner\"}).")
+        case .forbidden(.blocked):
+            self.init(
+                .forbidden, .forbidden,
+                "You cannot start a conversation with or add one of these users: they do not take conversations from you.")
+        case .distinctTooLarge(let limit):
+            self.init(
+                .unprocessableContent, .tooManyMembers,
+                "A distinct conversation can have at most \(limit) members, the creator included.")
+        case .reportedUserNotFound:
+            self.init(.notFound, .memberNotFound, "You share no conversation with a user of this id.")
         case .banned:
             self.init(
                 .forbidden, .memberBanned,
