@@ -45,18 +45,22 @@ public struct WebhookEvent: Codable, Sendable, Equatable {
         case reactionChanged = "reaction.changed"
         case memberAdded = "member.added"
         case memberRemoved = "member.removed"
+        case memberUpdated = "member.updated"
         case readMoved = "read.moved"
         case conversationCreated = "conversation.created"
+        case reportCreated = "report.created"
     }
 
     /// What an event is about.
     public enum EventData: Sendable, Equatable {
         /// `message.*` and `reaction.changed`: the message (every `me` false).
         case message(Message)
-        /// `member.added`, `member.removed`, `read.moved`.
+        /// `member.added`, `member.removed`, `member.updated`, `read.moved`.
         case member(MemberEventData)
         /// `conversation.created`.
         case conversation(ConversationEventData)
+        /// `report.created`.
+        case report(ReportEventData)
     }
 
     public init(from decoder: any Decoder) throws {
@@ -70,10 +74,12 @@ public struct WebhookEvent: Codable, Sendable, Equatable {
         switch type {
         case .messageCreated, .messageEdited, .messageDeleted, .reactionChanged:
             data = .message(try container.decode(Message.self, forKey: .data))
-        case .memberAdded, .memberRemoved, .readMoved:
+        case .memberAdded, .memberRemoved, .memberUpdated, .readMoved:
             data = .member(try container.decode(MemberEventData.self, forKey: .data))
         case .conversationCreated:
             data = .conversation(try container.decode(ConversationEventData.self, forKey: .data))
+        case .reportCreated:
+            data = .report(try container.decode(ReportEventData.self, forKey: .data))
         }
     }
 
@@ -90,6 +96,7 @@ public struct WebhookEvent: Codable, Sendable, Equatable {
         case .message(let message): try container.encode(message, forKey: .data)
         case .member(let member): try container.encode(member, forKey: .data)
         case .conversation(let conversation): try container.encode(conversation, forKey: .data)
+        case .report(let report): try container.encode(report, forKey: .data)
         }
     }
 }
@@ -99,14 +106,78 @@ public struct MemberEventData: Codable, Sendable, Equatable {
     enum CodingKeys: String, CodingKey {
         case userId = "user_id"
         case readSeq = "read_seq"
+        case role
     }
 
     public var userId: String
     public var readSeq: Int64?
+    /// `member.updated`: the member's new role.
+    public var role: MemberRole?
 
-    public init(userId: String, readSeq: Int64? = nil) {
+    public init(userId: String, readSeq: Int64? = nil, role: MemberRole? = nil) {
         self.userId = userId
         self.readSeq = readSeq
+        self.role = role
+    }
+}
+
+/// A report as the operator's systems receive it (`report.created`): who
+/// filed it, why, and what: a message as it was reported, or a user. The
+/// event's `conversation_id` is the nil uuid for a report of a user.
+public struct ReportEventData: Codable, Sendable, Equatable {
+    enum CodingKeys: String, CodingKey {
+        case id, reporter, reason, note, seq
+        case conversationId = "conversation_id"
+        case userId = "user_id"
+        case message
+    }
+
+    /// The message as it was reported.
+    public struct ReportedMessage: Codable, Sendable, Equatable {
+        public var sender: String
+        public var body: String
+        public var version: Int64
+
+        public init(sender: String, body: String, version: Int64) {
+            self.sender = sender
+            self.body = body
+            self.version = version
+        }
+    }
+
+    public var id: UUID
+    public var reporter: String
+    public var reason: ReportReason
+    public var note: String?
+    public var conversationId: UUID?
+    public var seq: Int64?
+    public var userId: String?
+    public var message: ReportedMessage?
+
+    public init(
+        id: UUID, reporter: String, reason: ReportReason, note: String?, conversationId: UUID?, seq: Int64?,
+        userId: String?, message: ReportedMessage?
+    ) {
+        self.id = id
+        self.reporter = reporter
+        self.reason = reason
+        self.note = note
+        self.conversationId = conversationId
+        self.seq = seq
+        self.userId = userId
+        self.message = message
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id.uuidString.lowercased(), forKey: .id)
+        try container.encode(reporter, forKey: .reporter)
+        try container.encode(reason, forKey: .reason)
+        try container.encode(note, forKey: .note)
+        try container.encode(conversationId?.uuidString.lowercased(), forKey: .conversationId)
+        try container.encode(seq, forKey: .seq)
+        try container.encode(userId, forKey: .userId)
+        try container.encode(message, forKey: .message)
     }
 }
 

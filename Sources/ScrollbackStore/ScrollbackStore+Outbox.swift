@@ -15,14 +15,18 @@ public struct OutboxEvent: Sendable, Equatable {
     /// The event's id, the same for every sink and attempt.
     public var event: Int64
     /// `message.created`, `message.edited`, `message.deleted`,
-    /// `reaction.changed`, `member.added`, `member.removed`, `read.moved`,
-    /// `conversation.created`.
+    /// `reaction.changed`, `member.added`, `member.removed`,
+    /// `member.updated`, `read.moved`, `conversation.created`,
+    /// `report.created`.
     public var type: String
     public var conversationID: UUID
     public var seq: Int64?
     public var version: Int64?
-    /// The sender, the member added or removed, the reader, the creator.
+    /// The sender, the member added, removed or updated, the reader, the
+    /// creator, the reporter.
     public var user: UserID?
+    /// `member.updated`: the new role; `report.created`: the report's id.
+    public var subject: String? = nil
     public var createdAt: Date
     /// Attempts made before this one.
     public var attempts: Int
@@ -142,17 +146,18 @@ extension ScrollbackStore {
                 ) picked
                 WHERE o.id = picked.id
                 RETURNING o.id, o.event, o.type, o.conversation_id, o.seq, o.version, o.user_id, o.created_at,
-                          o.attempts, o.done_users
+                          o.attempts, o.done_users, o.subject
                 """,
                 logger: logger
             ).collect()
             return try rows.map { row in
-                let (id, event, type, conversation, seq, version, user, createdAt, attempts, done) = try row.decode(
-                    (Int64, Int64, String, UUID, Int64?, Int64?, String?, Date, Int32, [String]?).self)
+                let (id, event, type, conversation, seq, version, user, createdAt, attempts, done, subject) =
+                    try row.decode(
+                        (Int64, Int64, String, UUID, Int64?, Int64?, String?, Date, Int32, [String]?, String?).self)
                 return OutboxEvent(
                     row: id, event: event, type: type, conversationID: conversation, seq: seq, version: version,
-                    user: user.map(UserID.init(rawValue:)), createdAt: createdAt, attempts: Int(attempts),
-                    doneUsers: done ?? [], lease: token)
+                    user: user.map(UserID.init(rawValue:)), subject: subject, createdAt: createdAt,
+                    attempts: Int(attempts), doneUsers: done ?? [], lease: token)
             }.sorted { $0.row < $1.row }
         }
     }

@@ -160,3 +160,27 @@ extension ScrollbackStore {
         return (sender, body, version)
     }
 }
+
+extension ScrollbackStore {
+    /// Reports by id, as `report.created` events carry them.
+    public func reportsForEvents(_ ids: [UUID]) async throws -> [UUID: ReportEventData] {
+        let rows = try await rows(
+            """
+            SELECT id, reporter, reason, note, conversation_id, seq, user_id, message_sender, message_body, message_version
+            FROM reports WHERE id = ANY(\(ids))
+            """,
+            writes: false, as: .reports)
+        var reports: [UUID: ReportEventData] = [:]
+        for row in rows {
+            let (id, reporter, reason, note, conversation, seq, user, sender, body, version) = try row.decode(
+                (UUID, String, String, String?, UUID?, Int64?, String?, String?, String?, Int64?).self)
+            let message = sender.flatMap { sender in
+                body.flatMap { body in version.map { ReportEventData.ReportedMessage(sender: sender, body: body, version: $0) } }
+            }
+            reports[id] = ReportEventData(
+                id: id, reporter: reporter, reason: ReportReason(rawValue: reason) ?? .other, note: note,
+                conversationId: conversation, seq: seq, userId: user, message: message)
+        }
+        return reports
+    }
+}

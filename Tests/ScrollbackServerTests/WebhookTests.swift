@@ -139,6 +139,54 @@ import Testing
         }
     }
 
+    /// A role that changes and a report that is filed reach the webhook:
+    /// `member.updated` with the new role, and `report.created` with the
+    /// message as it was reported, even once it is edited; a report of a
+    /// user under the nil conversation id.
+    @Test func rolesAndReportsArriveAsEvents() async throws {
+        let receiver = WebhookReceiver()
+        try await Self.run(receiver) { server in
+            let id = try await Self.create(server, as: "alice", members: ["bob"]).id
+            let message = try await Self.send(server, "rude words", to: id, as: "bob")
+            #expect(
+                try await server.request(
+                    .patch, "/v1/conversations/\(id)/members/bob", as: "alice", json: UpdateMemberRequest(role: .admin)
+                ).status == .ok)
+            #expect(
+                try await server.request(
+                    .post, "/v1/reports", as: "alice",
+                    json: CreateReportRequest(conversationId: id, seq: message.seq, reason: .harassment, note: "see")
+                ).status == .created)
+            _ = try await server.store.edit(message.seq, in: id, by: "bob", body: "kind words")
+            #expect(
+                try await server.request(
+                    .post, "/v1/reports", as: "bob", json: CreateReportRequest(userId: "alice", reason: .spam)
+                ).status == .created)
+
+            let deliveries = try await receiver.wait("the role's and the reports' events") { deliveries in
+                let types = deliveries.compactMap { try? $0.event.type }
+                return types.contains(.memberUpdated) && types.filter { $0 == .reportCreated }.count == 2
+            }
+            let events = try deliveries.map { try $0.event }
+            let updated = try #require(events.first { $0.type == .memberUpdated })
+            guard case .member(let member) = updated.data else { throw WebhookEventMissing() }
+            #expect(member == MemberEventData(userId: "bob", role: .admin) && updated.conversationId == id)
+            // Different conversations: no order between the two.
+            let nowhere = try #require(UUID(uuidString: "00000000-0000-0000-0000-000000000000"))
+            let messageReport = try #require(events.first { $0.type == .reportCreated && $0.conversationId == id })
+            let userReport = try #require(events.first { $0.type == .reportCreated && $0.conversationId == nowhere })
+            guard case .report(let ofMessage) = messageReport.data, case .report(let ofUser) = userReport.data else {
+                throw WebhookEventMissing()
+            }
+            #expect(messageReport.seq == message.seq)
+            #expect(ofMessage.reporter == "alice" && ofMessage.reason == .harassment && ofMessage.note == "see")
+            #expect(ofMessage.message == .init(sender: "bob", body: "rude words", version: message.version))
+            #expect(ofUser.reporter == "bob" && ofUser.userId == "alice" && ofUser.message == nil)
+        }
+    }
+
+    struct WebhookEventMissing: Error {}
+
     /// A receiver that fails the first two attempts of one event: that
     /// event is retried with the same id and attempt numbers that count up,
     /// the conversation's later events wait for it, and another

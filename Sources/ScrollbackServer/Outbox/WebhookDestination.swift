@@ -55,6 +55,7 @@ struct WebhookDestination: OutboxDestination {
 struct OutboxEventData: Sendable {
     var messages: [Int64: Message] = [:]
     var conversation: ConversationEventData?
+    var reports: [UUID: ReportEventData] = [:]
 
     static func load(for events: [OutboxEvent], from store: ScrollbackStore) async throws -> OutboxEventData {
         guard let first = events.first else { return OutboxEventData() }
@@ -64,6 +65,8 @@ struct OutboxEventData: Sendable {
         if events.contains(where: { $0.type == "conversation.created" }) {
             data.conversation = try await store.conversationForEvent(first.conversationID)
         }
+        let reports = events.filter { $0.type == "report.created" }.compactMap { $0.subject.flatMap(UUID.init(uuidString:)) }
+        if !reports.isEmpty { data.reports = try await store.reportsForEvents(reports) }
         return data
     }
 
@@ -85,6 +88,14 @@ struct OutboxEventData: Sendable {
             payload = .message(message)
         case .memberAdded, .memberRemoved:
             payload = .member(MemberEventData(userId: event.user?.rawValue ?? ""))
+        case .memberUpdated:
+            payload = .member(
+                MemberEventData(userId: event.user?.rawValue ?? "", role: event.subject.flatMap(MemberRole.init(rawValue:))))
+        case .reportCreated:
+            guard let id = event.subject.flatMap(UUID.init(uuidString:)), let report = reports[id] else {
+                throw Missing(description: "the report of event \(event.event) is not stored")
+            }
+            payload = .report(report)
         case .readMoved:
             payload = .member(MemberEventData(userId: event.user?.rawValue ?? "", readSeq: event.seq))
         case .conversationCreated:
