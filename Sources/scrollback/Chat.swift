@@ -16,9 +16,11 @@ struct Chat: AsyncParsableCommand {
         discussion: """
             Without --conversation or --with it opens the inbox: your conversations, most recently \
             active first, with their unread counts, updated live. Commands: /open N (or an id), \
-            /new bob,carol [title], /more, /list, /quit. In a conversation: type a message and press \
-            return to send it; /attach PATH [caption] sends a photo or a file; /older, /read, \
-            /back (to the inbox). Attachments show as lines under their message. Ctrl-D leaves.
+            /new bob,carol [title], /dm bob (the one conversation with bob), /more, /list, \
+            /block bob, /unblock bob, /quit. In a conversation: type a message and press \
+            return to send it; /attach PATH [caption] sends a photo or a file; /report SEQ [reason] \
+            reports a message; /older, /read, /back (to the inbox). Attachments show as lines under \
+            their message; a blocked user's messages show folded. Ctrl-D leaves.
             """)
 
     @Option(help: "The user to chat as (a token is signed with the same secret as serve).")
@@ -191,6 +193,15 @@ actor ChatSession {
         }
     }
 
+    /// Opens "the" conversation with `user` (made the first time).
+    func direct(with user: String) async {
+        do {
+            open(try await client.distinctConversation(with: [user]).id)
+        } catch {
+            Chat.say("-- not opened: \(error.localizedDescription) --")
+        }
+    }
+
     private func closeConversation() {
         feed?.stop()
         feedPrinter?.cancel()
@@ -232,6 +243,39 @@ actor ChatSession {
                 break
             }
             await create(members: Chat.names(words[1]), title: words.count > 2 ? words[2] : nil)
+        case "/dm":
+            guard words.count == 2 else {
+                Chat.say("-- /dm bob: the one conversation with bob --")
+                break
+            }
+            await direct(with: words[1])
+        case "/block", "/unblock":
+            guard words.count == 2 else {
+                Chat.say("-- \(words[0]) bob --")
+                break
+            }
+            do {
+                if words[0] == "/block" { try await client.block(words[1]) } else { try await client.unblock(words[1]) }
+                Chat.say("-- \(words[0] == "/block" ? "blocked" : "unblocked") \(words[1]) --")
+            } catch {
+                Chat.say("-- not done: \(error.localizedDescription) --")
+            }
+        case "/report":
+            guard let feed, words.count > 1, let seq = Int64(words[1]) else {
+                Chat.say("-- /report SEQ [\(ReportReason.allCases.map(\.rawValue).joined(separator: "|"))], in a conversation --")
+                break
+            }
+            let reason = words.count > 2 ? ReportReason(rawValue: words[2]) : .other
+            guard let reason else {
+                Chat.say("-- a reason is one of \(ReportReason.allCases.map(\.rawValue).joined(separator: ", ")) --")
+                break
+            }
+            do {
+                try await client.report(message: seq, in: feed.conversationId, reason: reason)
+                Chat.say("-- reported [\(seq)] for \(reason.rawValue) --")
+            } catch {
+                Chat.say("-- not reported: \(error.localizedDescription) --")
+            }
         case "/older":
             feed?.loadOlder()
         case "/attach":
@@ -344,7 +388,10 @@ struct ConversationPrinter {
     /// A message, then one line per attachment under it.
     static func line(_ message: Message) -> String {
         let time = ScrollbackJSON.formatTimestamp(message.createdAt).dropFirst(11).prefix(8)
-        let head = "[\(message.seq)] \(time) \(message.sender): \(message.deleted ? "(deleted)" : message.body)"
+        let text =
+            message.deleted
+            ? "(deleted)" : message.blockedSender ? "(hidden: you blocked \(message.sender))" : message.body
+        let head = "[\(message.seq)] \(time) \(message.sender): \(text)"
         return ([head] + message.attachments.map(attachmentLine)).joined(separator: "\n")
     }
 

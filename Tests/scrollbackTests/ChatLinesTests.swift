@@ -31,4 +31,13 @@ import Testing
         // A message that is only a photo still says who sent what.
         #expect(ConversationPrinter.line(Self.message("", attachments: [Self.photo])).contains("[image] cat.png"))
     }
+
+    /// A message of a user the reader blocked shows folded, with who sent it.
+    @Test func aBlockedSendersMessageShowsFolded() {
+        var message = Self.message("buy cheap watches", attachments: [])
+        message.blockedSender = true
+        let line = ConversationPrinter.line(message)
+        #expect(line.hasSuffix("alice: (hidden: you blocked alice)"))
+        #expect(!line.contains("watches"))
+    }
 }
