@@ -853,16 +853,20 @@ function renderThread() {
 }
 
 function acknowledged(open, clientId, message) {
-  const mine = open.pending.delete(clientId);
   stored(open, message);
-  if (mine && state.open === open && open.slowMode > 0 && open.role === "member") slowDown(open.slowMode);
+  open.pending.delete(clientId);
 }
 
 function stored(open, message) {
   const known = open.messages.get(message.seq);
   if (!known || known.version < message.version) open.messages.set(message.seq, message);
   open.lastSeq = Math.max(open.lastSeq, message.seq);
-  if (message.client_id) open.pending.delete(message.client_id);
+  // This window's own send, stored (its ack or its live frame, whichever
+  // comes first): slow mode holds the next one back.
+  if (message.client_id && open.pending.delete(message.client_id) && message.sender === state.user &&
+      state.open === open && open.slowMode > 0 && open.role === "member") {
+    slowDown(open.slowMode);
+  }
   inThread(open, message);
   if (state.open === open) {
     render();
