@@ -12,6 +12,8 @@ let package = Package(
         .library(name: "ScrollbackClient", targets: ["ScrollbackClient"]),
         // A product of its own, so apps that do not use Combine do not link it.
         .library(name: "ScrollbackClientCombine", targets: ["ScrollbackClientCombine"]),
+        // A product of its own, so apps that keep nothing on disk do not link SQLite.
+        .library(name: "ScrollbackOffline", targets: ["ScrollbackOffline"]),
         .executable(name: "scrollback", targets: ["scrollback"]),
         .executable(name: "scrollback-load", targets: ["scrollback-load"]),
     ],
@@ -35,6 +37,8 @@ let package = Package(
         .package(url: "https://github.com/OpenCombine/OpenCombine.git", from: "0.14.0"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        // The kit's offline store (SQLite; Debian's libsqlite3-dev on Linux).
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
     ],
     targets: [
         // Pure Swift, no Foundation: an iOS app can depend on it alone.
@@ -62,6 +66,11 @@ let package = Package(
         .target(
             name: "ScrollbackClientCombine",
             dependencies: ["ScrollbackClient", .product(name: "OpenCombineShim", package: "OpenCombine")]
+        ),
+        // The kit's offline store: windows, read markers and the outbox in SQLite.
+        .target(
+            name: "ScrollbackOffline",
+            dependencies: ["ScrollbackClient", "ScrollbackModels", .product(name: "GRDB", package: "GRDB.swift")]
         ),
         .target(
             name: "ScrollbackStore",
@@ -218,6 +227,7 @@ let package = Package(
             name: "ScrollbackClientTests",
             dependencies: [
                 "ScrollbackClient", "ScrollbackTimeline", "ScrollbackLayout", "ScrollbackTestSupport", "ScrollbackServer",
+                "ScrollbackOffline",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "PropertyBased", package: "swift-property-based"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),

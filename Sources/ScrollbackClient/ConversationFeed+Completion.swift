@@ -24,21 +24,21 @@ extension ConversationFeed {
         _ body: String, attachments: [Attachment] = [], clientId: String? = nil,
         completion: @escaping ScrollbackClient.Completion<ScrollbackClient.SendResult>
     ) -> Task<Void, Never> {
-        let pending = begin(body, attachments: attachments, clientId: clientId)
-        return client.complete(completion) { () async throws(ScrollbackError) in try await self.deliver(pending) }
+        let promise = begin(body, attachments: attachments, clientId: clientId)
+        return client.complete(completion) { () async throws(ScrollbackError) in try await promise.outcome() }
     }
 
     @discardableResult
     public func retry(clientId: String, completion: @escaping ScrollbackClient.Completion<ScrollbackClient.SendResult>)
         -> Task<Void, Never>
     {
-        let pending: PendingSend
+        let promise: SendPromise
         do throws(ScrollbackError) {
-            pending = try beginRetry(clientId)
+            promise = try beginRetry(clientId)
         } catch {
             return Task { completion(.failure(error)) }
         }
-        return client.complete(completion) { () async throws(ScrollbackError) in try await self.deliver(pending) }
+        return client.complete(completion) { () async throws(ScrollbackError) in try await promise.outcome() }
     }
 
     @discardableResult

@@ -53,6 +53,13 @@ public final class ConversationFeed: Sendable {
         /// seen, by user id: read each time the stream is live (after every
         /// reconnect), then kept current by the stream's `presence` frames.
         public internal(set) var presence: [String: MemberPresence] = [:]
+        /// The last error of the feed's storage, if it has one: the feed then
+        /// goes on from memory, and what it could not write is written with
+        /// the next change that succeeds.
+        public internal(set) var storageFailure: String?
+        /// The sends waiting in the outbox or refused, oldest first, by
+        /// client id (their echoes are the timeline's pending rows).
+        public internal(set) var outbox: [OutboxEntry] = []
 
         mutating func noteRead(_ user: String, through seq: Int64) {
             readSeqs[user] = max(readSeqs[user] ?? 0, seq)
@@ -97,6 +104,10 @@ public final class ConversationFeed: Sendable {
     /// How many messages each page fetch asks for.
     public let pageSize: Int
     let client: ScrollbackClient
+    /// Where the window and the outbox are kept between launches; nil keeps them in memory.
+    public let storage: (any FeedStorage)?
+    /// The most messages of the window kept in the storage (the newest).
+    public let storedMessageLimit: Int
     private let core: NIOLockedValueBox<Core>
 
     /// The feed's mutable state, all under one lock.
@@ -117,8 +128,15 @@ public final class ConversationFeed: Sendable {
         var fetching: [TimelineEffect] = []
         /// Gap fills under way: the seq each has fetched up to, and the seq it goes to.
         var fills: [Int: (reached: Int64, through: Int64)] = [:]
-        /// The bodies of sends not acknowledged yet, by client id, for `retry(clientId:)`.
-        var unacknowledged: [String: PendingSend] = [:]
+        /// The send of the outbox under way (one at a time, oldest first).
+        var inFlight: String?
+        /// Callers waiting for a send's outcome, by client id.
+        var promises: [String: SendPromise] = [:]
+        /// What the storage holds: each message's version, the ranges, the
+        /// rest of the window's record; nil until it is read or written.
+        var saved: SavedWindow?
+        /// The storage was told to drop the conversation: nothing more is written.
+        var forgotten = false
         /// The users a `presence` frame told of since the last read of
         /// presence began (newer than that read), and which read is the last.
         var presenceFramed: Set<String> = []
@@ -133,11 +151,20 @@ public final class ConversationFeed: Sendable {
     /// A feed of conversation `id` for the user the client's tokens are
     /// for (`userId`); `pageSize` messages per fetch (clamped to the
     /// server's page limit), `settings` the list's geometry.
+    ///
+    /// With a `storage`, `start()` shows the window it holds at once, then
+    /// goes live from its newest message and catches up from its version,
+    /// so exactly what was missed arrives; sends wait in its outbox until
+    /// the server has them, across restarts of the app. It keeps the newest
+    /// `storedMessageLimit` messages of the window.
     public init(
         client: ScrollbackClient, conversation id: UUID, userId: String, pageSize: Int = 50,
-        settings: TimelineLayoutSettings = TimelineLayoutSettings()
+        settings: TimelineLayoutSettings = TimelineLayoutSettings(), storage: (any FeedStorage)? = nil,
+        storedMessageLimit: Int = 1_000
     ) {
         self.client = client
+        self.storage = storage
+        self.storedMessageLimit = max(storedMessageLimit, 1)
         self.conversationId = id
         self.userId = userId
         self.pageSize = min(max(pageSize, APILimits.pageLimit.lowerBound), APILimits.pageLimit.upperBound)
@@ -180,7 +207,10 @@ public final class ConversationFeed: Sendable {
 
     // MARK: Running
 
-    /// Loads the newest page, then subscribes live from it. Once only; a
+    /// Loads the newest page, then subscribes live from it; with a storage
+    /// that holds a window of the conversation, shows that window at once
+    /// and subscribes live from its newest message instead. Sends left in
+    /// the storage's outbox show as echoes and are sent again. Once only; a
     /// stopped feed does not start again.
     public func start() {
         let (client, id, limit) = (self.client, conversationId, pageSize)
@@ -188,13 +218,21 @@ public final class ConversationFeed: Sendable {
             guard !core.isStarted, !core.isStopped else { return }
             core.isStarted = true
             core.state.connection = .connecting
+            let stored = restore(in: &core)
             publishQuiet(in: &core)
-            spawn(in: &core) { [weak self] in
-                let newest = await Self.untilAnswered(client) { () async throws(ScrollbackError) in
-                    try await client.page(of: id, .newest, limit: limit)
+            if let stored {
+                core.state.readSeqs.merge(stored.readSeqs, uniquingKeysWith: max)
+                apply(.pageLoaded(stored.page), in: &core)
+                subscribe(in: &core)
+            } else {
+                spawn(in: &core) { [weak self] in
+                    let newest = await Self.untilAnswered(client) { () async throws(ScrollbackError) in
+                        try await client.page(of: id, .newest, limit: limit)
+                    }
+                    self?.opened(newest)
                 }
-                self?.opened(newest)
             }
+            pumpOutbox(in: &core)
         }
     }
 
@@ -211,22 +249,26 @@ public final class ConversationFeed: Sendable {
         case .failure(let error):
             end(failure: error)
         case .success(let page):
-            let (client, id) = (self.client, conversationId)
             core.withLockedValue { core in
                 guard !core.isStopped else { return }
                 apply(.pageLoaded(page), in: &core)
-                // Every message after the page arrives live, and what the
-                // socket cannot bring the timeline fetches, across reconnects.
-                spawn(in: &core) { [weak self] in
-                    do {
-                        try await client.subscribe(
-                            to: id, handle: { [weak self] input in self?.live(input) ?? [.finish(nil)] },
-                            emit: { [weak self] event in self?.receive(event) })
-                        self?.end(failure: nil)
-                    } catch {
-                        self?.end(failure: error as? ScrollbackError ?? .transport(message: "\(error)"))
-                    }
-                }
+                subscribe(in: &core)
+            }
+        }
+    }
+
+    /// Every message after the window arrives live, and what the socket
+    /// cannot bring the timeline fetches, across reconnects.
+    private func subscribe(in core: inout Core) {
+        let (client, id) = (self.client, conversationId)
+        spawn(in: &core) { [weak self] in
+            do {
+                try await client.subscribe(
+                    to: id, handle: { [weak self] input in self?.live(input) ?? [.finish(nil)] },
+                    emit: { [weak self] event in self?.receive(event) })
+                self?.end(failure: nil)
+            } catch {
+                self?.end(failure: error as? ScrollbackError ?? .transport(message: "\(error)"))
             }
         }
     }
@@ -257,34 +299,47 @@ public final class ConversationFeed: Sendable {
                 publishQuiet(in: &core)
             case .read(let user, let seq):
                 core.state.noteRead(user, through: seq)
+                persist(in: &core)
                 publishQuiet(in: &core)
             case .presence(let presence):
                 core.presenceFramed.insert(presence.userId)
                 core.state.presence[presence.userId] = presence
                 publishQuiet(in: &core)
-            case .message, .updated, .typing, .memberRemoved, .memberUpdated:
+            case .memberRemoved:
+                // Nothing held of it can be shown or sent any more.
+                write(in: &core) { try $0.forget(self.conversationId) }
+                core.forgotten = true
+            case .message, .updated, .typing, .memberUpdated:
                 break  // the timeline's, or nothing to show
             }
         }
     }
 
     private func end(failure: ScrollbackError?) {
-        let (tasks, subscribers) = core.withLockedValue {
-            core -> ([Task<Void, Never>], [AsyncStream<Update>.Continuation]) in
-            guard !core.isStopped else { return ([], []) }
+        let (tasks, subscribers, promises) = core.withLockedValue {
+            core -> ([Task<Void, Never>], [AsyncStream<Update>.Continuation], [SendPromise]) in
+            guard !core.isStopped else { return ([], [], []) }
             core.isStopped = true
             core.state.connection = .ended
             if let failure { core.state.failure = failure }
+            if case .notFound = failure {
+                // The conversation is gone, or the user is not a member.
+                write(in: &core) { try $0.forget(self.conversationId) }
+                core.forgotten = true
+            }
             core.fetching = []
             core.fills = [:]
             publishQuiet(in: &core)
             defer {
                 core.tasks = [:]
                 core.subscribers = [:]
+                core.promises = [:]
             }
-            return (Array(core.tasks.values), Array(core.subscribers.values))
+            return (Array(core.tasks.values), Array(core.subscribers.values), Array(core.promises.values))
         }
         for task in tasks { task.cancel() }
+        // Sends not answered stay in the storage's outbox, for the next feed.
+        for promise in promises { promise.settle(.failure(.cancelled)) }
         // Outside the lock: finishing runs each stream's termination handler,
         // which takes the lock.
         for subscriber in subscribers { subscriber.finish() }
@@ -337,6 +392,7 @@ public final class ConversationFeed: Sendable {
         guard !core.isStopped else { return Self.quiet(core.state) }
         let update = core.state.timeline.apply(action)
         for effect in update.effects { run(effect, in: &core) }
+        persist(in: &core)
         publish(update, in: &core)
         return update
     }
@@ -493,27 +549,53 @@ public final class ConversationFeed: Sendable {
         }
     }
 
-    /// Sends a message. Its echo shows at once (`sending`), then becomes
-    /// the stored message, or stays marked `failed` for `retry(clientId:)`.
-    /// Every attempt carries the same `clientId` (made when nil), so the
-    /// message is stored once however often it is retried. `attachments`
-    /// are complete uploads (`ScrollbackClient.upload`): the echo has their
-    /// boxes, so it is as tall as the message that replaces it, and `body`
-    /// may then be empty.
+    /// Sends a message. Its echo shows at once (`sending`) and the send
+    /// joins the feed's outbox (its storage's, when it has one), which sends
+    /// one message at a time, oldest first, each with its `clientId` (made
+    /// when nil), so messages are stored once and in the order they were
+    /// written. A send the server did not answer, or answered "later"
+    /// (offline, a cut connection, 503 `outcome_unknown`, 429) waits and is
+    /// sent again, however long that takes: its echo never shows failed for
+    /// it. Only a refusal (not a member any more, a body refused) marks the
+    /// echo `failed`, for `retry(clientId:)` or `discard(clientId:)`.
+    /// `attachments` are complete uploads (`ScrollbackClient.upload`): the
+    /// echo has their boxes, so it is as tall as the message that replaces
+    /// it, and `body` may then be empty.
+    ///
+    /// Returns once the server has stored the message; throws the refusal,
+    /// or `cancelled` when the feed stops first (the send then stays in the
+    /// storage's outbox, and a feed started on that storage sends it).
     @discardableResult
     public func send(_ body: String, attachments: [Attachment] = [], clientId: String? = nil)
         async throws(ScrollbackError) -> ScrollbackClient.SendResult
     {
-        let pending = begin(body, attachments: attachments, clientId: clientId)
-        return try await deliver(pending)
+        try await begin(body, attachments: attachments, clientId: clientId).outcome()
     }
 
-    /// Sends again a send that failed (its echo shows `sending` again), with
-    /// its client id: if the first attempt was stored after all, this
-    /// answers with that message (`replayed`) and stores nothing more.
+    /// Sends again a send the server refused (its echo shows `sending`
+    /// again), with its client id, at its place in the outbox: if it had
+    /// been stored after all, this answers with that message (`replayed`).
     @discardableResult
     public func retry(clientId: String) async throws(ScrollbackError) -> ScrollbackClient.SendResult {
-        try await deliver(try beginRetry(clientId))
+        try await beginRetry(clientId).outcome()
+    }
+
+    /// Gives up a send the server refused: its echo and its outbox entry go.
+    /// A send still waiting to be sent cannot be discarded (it may be
+    /// stored already).
+    public func discard(clientId: String) throws(ScrollbackError) {
+        let found = core.withLockedValue { core -> Bool in
+            guard let index = core.state.outbox.firstIndex(where: { $0.clientId == clientId }),
+                core.state.outbox[index].failure != nil
+            else { return false }
+            core.state.outbox.remove(at: index)
+            write(in: &core) { try $0.removeOutboxEntry(clientId: clientId, in: self.conversationId) }
+            apply(.sendDiscarded(clientId: clientId), in: &core)
+            return true
+        }
+        guard found else {
+            throw .notFound(code: .notFound, message: "This feed has no refused send with client id \(clientId).")
+        }
     }
 
     /// Moves this user's read marker to the newest loaded message; nil when
@@ -526,50 +608,221 @@ public final class ConversationFeed: Sendable {
         core.withLockedValue { core in
             guard !core.isStopped else { return }
             core.state.noteRead(userId, through: marker.readSeq)
+            persist(in: &core)
             publishQuiet(in: &core)
         }
         return marker
     }
 
-    /// Shows the echo of a new send.
-    func begin(_ body: String, attachments: [Attachment], clientId: String?) -> PendingSend {
-        let pending = PendingSend(
+    /// Adds a send to the outbox (written to the storage before anything
+    /// is sent) and shows its echo.
+    func begin(_ body: String, attachments: [Attachment], clientId: String?) -> SendPromise {
+        let send = PendingSend(
             clientId: clientId ?? UUID().uuidString.lowercased(), body: body, sender: userId, attachments: attachments)
-        core.withLockedValue { core in
-            core.unacknowledged[pending.clientId] = pending
-            apply(.sendStarted(pending), in: &core)
+        return core.withLockedValue { core in
+            let promise = promise(for: send.clientId, in: &core)
+            guard !core.isStopped else {
+                promise.settle(.failure(.cancelled))
+                return promise
+            }
+            guard !core.state.outbox.contains(where: { $0.clientId == send.clientId }) else { return promise }
+            let entry = OutboxEntry(send, in: conversationId)
+            write(in: &core) { try $0.put(entry) }
+            core.state.outbox.append(entry)
+            apply(.sendStarted(send), in: &core)
+            pumpOutbox(in: &core)
+            return promise
         }
-        return pending
     }
 
-    /// Shows a failed send as sending again.
-    func beginRetry(_ clientId: String) throws(ScrollbackError) -> PendingSend {
-        let pending = core.withLockedValue { core -> PendingSend? in
-            guard let pending = core.unacknowledged[clientId] else { return nil }
-            apply(.sendRetried(clientId: clientId), in: &core)
-            return pending
+    /// Puts a refused send back in the outbox.
+    func beginRetry(_ clientId: String) throws(ScrollbackError) -> SendPromise {
+        let found = core.withLockedValue { core -> SendPromise? in
+            guard let index = core.state.outbox.firstIndex(where: { $0.clientId == clientId }) else { return nil }
+            let promise = promise(for: clientId, in: &core)
+            if core.state.outbox[index].failure != nil {
+                core.state.outbox[index].failure = nil
+                let entry = core.state.outbox[index]
+                write(in: &core) { try $0.put(entry) }
+                apply(.sendRetried(clientId: clientId), in: &core)
+                pumpOutbox(in: &core)
+            }
+            return promise
         }
-        guard let pending else {
+        guard let found else {
             throw .notFound(code: .notFound, message: "This feed has no unacknowledged send with client id \(clientId).")
         }
-        return pending
+        return found
     }
 
-    /// One send, retried by the client with its client id; the echo becomes
-    /// the stored message or is marked failed.
-    func deliver(_ pending: PendingSend) async throws(ScrollbackError) -> ScrollbackClient.SendResult {
-        let clientId = pending.clientId
-        do throws(ScrollbackError) {
-            let sent = try await client.send(
-                pending.body, to: conversationId, clientId: clientId, attachments: pending.attachments.map(\.id))
-            core.withLockedValue { core in
-                core.unacknowledged[clientId] = nil
-                apply(.sendAcknowledged(clientId: clientId, message: sent.message), in: &core)
+    private func promise(for clientId: String, in core: inout Core) -> SendPromise {
+        if let promise = core.promises[clientId] { return promise }
+        let promise = SendPromise()
+        core.promises[clientId] = promise
+        return promise
+    }
+
+    /// Sends the oldest send of the outbox that waits, unless one is under
+    /// way: one at a time, so the server stores them in order.
+    private func pumpOutbox(in core: inout Core) {
+        guard !core.isStopped, core.inFlight == nil,
+            let entry = core.state.outbox.first(where: { $0.failure == nil })
+        else { return }
+        core.inFlight = entry.clientId
+        let (client, id) = (self.client, conversationId)
+        spawn(in: &core) { [weak self] in
+            let answer = await Self.untilAnswered(client) { () async throws(ScrollbackError) in
+                try await client.send(
+                    entry.body, to: id, clientId: entry.clientId, attachments: entry.attachments.map(\.id))
             }
-            return sent
-        } catch {
-            core.withLockedValue { _ = apply(.sendFailed(clientId: clientId, reason: error.localizedDescription), in: &$0) }
-            throw error
+            self?.sent(entry.clientId, answer)
         }
+    }
+
+    /// A send of the outbox answered: stored, or refused.
+    private func sent(_ clientId: String, _ answer: Result<ScrollbackClient.SendResult, ScrollbackError>?) {
+        let promise = core.withLockedValue { core -> SendPromise? in
+            guard core.inFlight == clientId else { return nil }
+            core.inFlight = nil
+            guard let answer, !core.isStopped else { return nil }
+            switch answer {
+            case .success(let sent):
+                // Saving the message takes the entry out of the outbox, in one write.
+                apply(.sendAcknowledged(clientId: clientId, message: sent.message), in: &core)
+            case .failure(let error):
+                if let index = core.state.outbox.firstIndex(where: { $0.clientId == clientId }) {
+                    core.state.outbox[index].failure = error.localizedDescription
+                    let entry = core.state.outbox[index]
+                    write(in: &core) { try $0.put(entry) }
+                }
+                apply(.sendFailed(clientId: clientId, reason: error.localizedDescription), in: &core)
+            }
+            pumpOutbox(in: &core)
+            return core.promises.removeValue(forKey: clientId)
+        }
+        if let promise, let answer { promise.settle(answer) }
+    }
+
+    // MARK: The storage
+
+    /// What the storage holds of the window, as the feed last read or wrote it.
+    struct SavedWindow: Sendable {
+        var versions: [Int64: Int64] = [:]
+        var segments: [ClosedRange<Int64>] = []
+        var version: Int64 = -1
+        var lastSeq: Int64 = -1
+        var hasOlder = false
+        var readSeqs: [String: Int64] = [:]
+    }
+
+    /// Reads the storage's window and outbox into the feed: the window to
+    /// show at once (nil when none is held), the outbox's sends as echoes.
+    private func restore(in core: inout Core) -> StoredWindow? {
+        guard let storage else { return nil }
+        var window: StoredWindow?
+        var entries: [OutboxEntry] = []
+        do {
+            window = try storage.openWindow(of: conversationId)
+            entries = try storage.outbox(of: conversationId)
+        } catch {
+            core.state.storageFailure = "\(error)"
+        }
+        if let window {
+            var saved = SavedWindow()
+            for message in window.messages { saved.versions[message.seq] = message.version }
+            saved.segments = WindowChanges.segments(of: saved.versions.keys)
+            (saved.version, saved.lastSeq, saved.hasOlder, saved.readSeqs) =
+                (window.version, window.lastSeq, window.hasOlder, window.readSeqs)
+            core.saved = saved
+        }
+        // A send whose message the window holds was stored: the write that
+        // saved the message was cut short before it removed the entry.
+        let stored = Set((window?.messages ?? []).filter { $0.sender == userId }.compactMap(\.clientId))
+        for entry in entries {
+            if stored.contains(entry.clientId) {
+                write(in: &core) { try $0.removeOutboxEntry(clientId: entry.clientId, in: self.conversationId) }
+                continue
+            }
+            guard !core.state.outbox.contains(where: { $0.clientId == entry.clientId }) else { continue }
+            core.state.outbox.append(entry)
+            apply(.sendStarted(entry.send), in: &core)
+            if let reason = entry.failure { apply(.sendFailed(clientId: entry.clientId, reason: reason), in: &core) }
+        }
+        return window
+    }
+
+    /// Writes what changed in the window since the storage last had it, in
+    /// one transaction with the outbox entries whose messages arrived: the
+    /// newest `storedMessageLimit` messages, the ranges they make, the
+    /// version they are current as of, the read markers.
+    private func persist(in core: inout Core) {
+        let timeline = core.state.timeline
+        guard timeline.isLoaded, !core.forgotten else { return }
+        let kept = timeline.messages.prefix(storedMessageLimit)
+        // The outbox's sends whose messages are stored now, live or acknowledged.
+        let sentHere = Set(kept.filter { $0.sender == userId }.compactMap(\.clientId))
+        let acknowledged = core.state.outbox.filter { sentHere.contains($0.clientId) }.map(\.clientId)
+        if !acknowledged.isEmpty { core.state.outbox.removeAll { sentHere.contains($0.clientId) } }
+        guard storage != nil else { return }
+        let saved = core.saved ?? SavedWindow()
+        let changed = kept.filter { saved.versions[$0.seq] != $0.version }
+        let segments = WindowChanges.segments(of: kept.map(\.seq))
+        let hasOlder = timeline.hasOlder || kept.count < timeline.messages.count
+        let readSeqs = core.state.readSeqs
+        guard
+            !changed.isEmpty || !acknowledged.isEmpty || segments != saved.segments || timeline.version != saved.version
+                || timeline.lastSeq != saved.lastSeq || hasOlder != saved.hasOlder || readSeqs != saved.readSeqs
+        else { return }
+        let changes = WindowChanges(
+            conversationId: conversationId, messages: Array(changed), segments: segments, version: timeline.version,
+            lastSeq: timeline.lastSeq, hasOlder: hasOlder, readSeqs: readSeqs == saved.readSeqs ? nil : readSeqs,
+            acknowledged: acknowledged)
+        let written = write(in: &core) { try $0.save(changes) }
+        guard written else { return }
+        var next = SavedWindow(
+            segments: segments, version: timeline.version, lastSeq: timeline.lastSeq, hasOlder: hasOlder,
+            readSeqs: readSeqs)
+        for message in kept { next.versions[message.seq] = message.version }
+        core.saved = next
+    }
+
+    /// One call of the storage; false, with `storageFailure` set, when it threw.
+    @discardableResult
+    private func write(in core: inout Core, _ call: (any FeedStorage) throws -> Void) -> Bool {
+        guard let storage else { return true }
+        do {
+            try call(storage)
+            if core.state.storageFailure != nil { core.state.storageFailure = nil }
+            return true
+        } catch {
+            core.state.storageFailure = "\(error)"
+            return false
+        }
+    }
+}
+
+/// The outcome of one send of the outbox, for the callers waiting for it.
+final class SendPromise: Sendable {
+    private let state = NIOLockedValueBox<(Result<ScrollbackClient.SendResult, ScrollbackError>?, [CheckedContinuation<Result<ScrollbackClient.SendResult, ScrollbackError>, Never>])>((nil, []))
+
+    func settle(_ result: Result<ScrollbackClient.SendResult, ScrollbackError>) {
+        let waiting = state.withLockedValue { state -> [CheckedContinuation<Result<ScrollbackClient.SendResult, ScrollbackError>, Never>] in
+            guard state.0 == nil else { return [] }
+            state.0 = result
+            defer { state.1 = [] }
+            return state.1
+        }
+        for continuation in waiting { continuation.resume(returning: result) }
+    }
+
+    func outcome() async throws(ScrollbackError) -> ScrollbackClient.SendResult {
+        let result = await withCheckedContinuation { continuation in
+            let settled = state.withLockedValue { state in
+                if state.0 == nil { state.1.append(continuation) }
+                return state.0
+            }
+            if let settled { continuation.resume(returning: settled) }
+        }
+        return try result.get()
     }
 }

@@ -142,6 +142,8 @@ public struct Timeline: Sendable, Equatable {
             {
                 pending[index].state = .sending(send)
             }
+        case .sendDiscarded(let clientID):
+            pending.removeAll { $0.clientId == clientID }
         case .changesApplied(let changes):
             for message in changes.messages where belongs(message) {
                 if isInWindow(message.seq) { store(message) } else { showInReplies(message) }

@@ -23,6 +23,8 @@ public enum TimelineAction: Sendable, Equatable {
     case sendFailed(clientId: String, reason: String)
     /// A retry of a failed send started.
     case sendRetried(clientId: String)
+    /// The user gave up a send the server refused: its echo goes.
+    case sendDiscarded(clientId: String)
     /// A change set from `GET .../changes`.
     case changesApplied(ChangeSet)
     /// The user was removed from the conversation.

@@ -1,0 +1,368 @@
+import AsyncHTTPClient
+import Foundation
+import NIOConcurrencyHelpers
+import ScrollbackClient
+import ScrollbackModels
+import ScrollbackOffline
+import ScrollbackTestSupport
+import ScrollbackTimeline
+import Testing
+
+/// Feeds on the offline store, against real servers on loopback and a real
+/// PostgreSQL, with the server taken away by a proxy that routes to a port
+/// where nothing listens: history shows from disk at once, exactly what was
+/// missed arrives when the server is back, sends wait on disk across a
+/// restart and are stored once, in order, and nothing the network does
+/// marks a send failed.
+@Suite struct OfflineFeedTests {
+    typealias Row = ConversationFeedTests.Row
+
+    /// A port nothing listens on: a connection to it is refused at once.
+    static let nowhere = 1
+
+    static func client(_ cluster: LiveCluster, _ user: String, port: Int, exchanges: NIOLockedValueBox<[String]>? = nil)
+        -> ScrollbackClient
+    {
+        var client = ConversationFeedTests.client(cluster, user, baseURL: "http://127.0.0.1:\(port)")
+        if let exchanges {
+                client.onExchange = { exchange in
+                exchanges.withLockedValue { $0.append("\(exchange.method) \(exchange.path)") }
+            }
+        }
+        return client
+    }
+
+    /// A conversation of alice's with bob, `messages` long, on a cluster
+    /// whose instance 0 bob reaches through a proxy that can take it away;
+    /// the store's file is removed at the end.
+    struct Setup: Sendable {
+        let cluster: LiveCluster
+        let proxy: CuttingProxy
+        let path: String
+        let alice: ScrollbackClient
+        let id: UUID
+
+        /// A new feed of bob's on the store's file (opened anew, as after
+        /// a restart of the app), through the proxy.
+        func bobsFeed(
+            pageSize: Int = 50, settings: TimelineLayoutSettings = OfflineFeedTests.settings(),
+            storedMessageLimit: Int = 1_000, exchanges: NIOLockedValueBox<[String]>? = nil
+        ) throws -> ConversationFeed {
+            ConversationFeed(
+                client: OfflineFeedTests.client(cluster, "bob", port: proxy.port, exchanges: exchanges), conversation: id,
+                userId: "bob", pageSize: pageSize, settings: settings, storage: try OfflineStore(path: path),
+                storedMessageLimit: storedMessageLimit)
+        }
+
+        /// The server is away (connections refused), or back.
+        func serverAway(_ away: Bool) {
+            proxy.route(to: away ? OfflineFeedTests.nowhere : cluster.instances[0].port)
+            proxy.cutAll()
+        }
+    }
+
+    static func run(messages: Int, _ body: @escaping @Sendable (Setup) async throws -> Void) async throws {
+        try await LiveCluster.run { cluster in
+            let proxy = try CuttingProxy(upstreamPort: cluster.instances[0].port)
+            defer { proxy.stop() }
+            let path = OfflineStoreTests.temporaryPath()
+            defer { try? FileManager.default.removeItem(atPath: path) }
+            let alice = ConversationFeedTests.client(cluster, "alice", baseURL: cluster.instances[0].baseURL)
+            let id = try await cluster.conversation("alice", members: ["bob"])
+            if messages > 0 { try await cluster.insertMessages(messages, into: id, from: "alice") }
+            try await body(Setup(cluster: cluster, proxy: proxy, path: path, alice: alice, id: id))
+        }
+    }
+
+    static func settings() -> TimelineLayoutSettings {
+        TimelineLayoutSettings(viewportHeight: 400, prefetchThreshold: 0)
+    }
+
+    /// Bob opens the conversation once with the server up, then again on
+    /// the same file with the server down: the window is there as soon as
+    /// `start()` returns. While he is away alice sends, edits and deletes;
+    /// when the server is back, the feed asks for the changes since the
+    /// version on disk (no newest page) and ends equal to a fresh fetch.
+    @Test func aFeedOnAStoreShowsItsHistoryOfflineAndGetsExactlyWhatWasMissed() async throws {
+        try await Self.run(messages: 30) { setup in
+            let (alice, id) = (setup.alice, setup.id)
+            let first = try setup.bobsFeed()
+            first.start()
+            try await until("the first feed live") { first.state.connection == .live && first.state.timeline.isLoaded }
+            let seen = first.state.timeline.messages.map(Row.init)
+            #expect(seen.count == 30)
+            first.stop()
+
+            setup.serverAway(true)
+            let exchanges = NIOLockedValueBox<[String]>([])
+            let second = try setup.bobsFeed(exchanges: exchanges)
+            defer { second.stop() }
+            second.start()
+            #expect(second.state.timeline.messages.map(Row.init) == seen, "the window from disk, before any answer")
+            #expect(second.state.timeline.version == 30)
+
+            _ = try await alice.send("while away 1", to: id)
+            _ = try await alice.edit(3, in: id, body: "edited while away")
+            _ = try await alice.delete(7, in: id)
+            _ = try await alice.send("while away 2", to: id)
+            try await Task.sleep(for: .seconds(1))
+            #expect(second.state.timeline.messages.map(Row.init) == seen, "nothing changes while the server is away")
+            #expect(second.state.connection != .live)
+
+            setup.serverAway(false)
+            let fresh = NIOLockedValueBox<[Row]>([])
+            try await until("the window equal to a fresh fetch") {
+                let state = second.state
+                guard state.connection == .live, state.timeline.seqRange == 1...32 else { return false }
+                let rows = try await ConversationFeedTests.freshWindow(alice, id, from: 1)
+                fresh.withLockedValue { $0 = rows }
+                return state.timeline.messages.map(Row.init) == rows
+            } describe: {
+                "feed \(second.state.timeline.messages.map(Row.init).prefix(5)), fresh \(fresh.withLockedValue { $0 }.prefix(5))"
+            }
+            // The edit of seq 3 and the deletion of seq 7 are older than the
+            // window's newest message: no replay of the stream brings them,
+            // only the changes since the version on disk. And no page was read.
+            let asked = exchanges.withLockedValue { $0 }.filter { $0.hasPrefix("GET") }
+            #expect(asked.contains { $0.hasSuffix("/changes") }, "the feed caught up from the version on disk: \(asked)")
+            #expect(!asked.contains { $0.hasSuffix("/messages") }, "no page was fetched: \(asked)")
+            #expect(second.state.timeline.messages.first { $0.seq == 3 }?.body == "edited while away")
+            #expect(second.state.timeline.messages.first { $0.seq == 7 }?.deleted == true)
+
+            // The store now holds what the feed shows.
+            second.stop()
+            let window = try #require(try OfflineStore(path: setup.path).openWindow(of: id))
+            #expect(window.messages.map(Row.init) == fresh.withLockedValue { $0 })
+            #expect(window.version == 34)
+        }
+    }
+
+    /// Three messages written with the server away stay `sending` (never
+    /// failed); the app is stopped and started again on the same file; the
+    /// new feed shows them from the outbox and, once the server is back,
+    /// sends them: each is stored once, in the order written, and the
+    /// outbox is empty.
+    @Test func sendsWrittenOfflineSurviveARestartAndAreStoredOnceInOrder() async throws {
+        try await Self.run(messages: 5) { setup in
+            let (alice, id) = (setup.alice, setup.id)
+            let first = try setup.bobsFeed()
+            let log = UpdateLog(first)
+            first.start()
+            try await until("the first feed live") { first.state.connection == .live }
+            setup.serverAway(true)
+            let outcomes = NIOLockedValueBox<[Result<ScrollbackClient.SendResult, ScrollbackError>]>([])
+            for n in 1...3 {
+                first.send("offline \(n)", clientId: "offline-\(n)") { result in outcomes.withLockedValue { $0.append(result) } }
+            }
+            // Longer than the client's retries take to give up (6 attempts, at most 0.5 s apart).
+            try await Task.sleep(for: .seconds(4))
+            #expect(first.state.outbox.map(\.clientId) == ["offline-1", "offline-2", "offline-3"])
+            #expect(first.state.timeline.items.prefix(3).map(\.clientId) == ["offline-3", "offline-2", "offline-1"])
+            #expect(
+                !log.updates.contains { update in
+                    update.state.timeline.items.contains { if case .failed = $0.state { true } else { false } }
+                }, "no echo was ever marked failed")
+            first.stop()
+            try await until("the stopped feed's sends told they were cancelled") { outcomes.withLockedValue { $0.count } == 3 }
+            #expect(outcomes.withLockedValue { $0 }.allSatisfy { $0 == .failure(.cancelled) })
+
+            // The app starts again, with the server still away: the sends show from disk.
+            let second = try setup.bobsFeed()
+            defer { second.stop() }
+            second.start()
+            #expect(second.state.outbox.map(\.clientId) == ["offline-1", "offline-2", "offline-3"])
+            #expect(second.state.timeline.items.prefix(3).map(\.isPending) == [true, true, true])
+            #expect(second.state.timeline.messages.count == 5)
+
+            setup.serverAway(false)
+            try await until("the three stored") {
+                let state = second.state
+                return state.outbox.isEmpty && state.timeline.items.prefix(3).allSatisfy { !$0.isPending }
+            }
+            let stored = try await alice.page(of: id).messages.sorted { $0.seq < $1.seq }
+            #expect(stored.map(\.body) == (1...5).map { "bulk \($0)" } + ["offline 1", "offline 2", "offline 3"])
+            #expect(stored.suffix(3).map(\.clientId) == ["offline-1", "offline-2", "offline-3"])
+            #expect(try OfflineStore(path: setup.path).outbox(of: id).isEmpty, "the outbox on disk is empty")
+        }
+    }
+
+    /// The server stores a send but its answer is lost, and the app is
+    /// killed before it hears: started again, the feed sends it again with
+    /// its client id and the server answers with the stored message.
+    @Test func aSendStoredButNeverAnsweredIsNotStoredTwiceAfterARestart() async throws {
+        try await Self.run(messages: 0) { setup in
+            let (alice, id, proxy) = (setup.alice, setup.id, setup.proxy)
+            let first = try setup.bobsFeed()
+            first.start()
+            try await until("the first feed live") { first.state.connection == .live }
+            // The live stream is held, so its frame cannot settle the send either.
+            proxy.holdRequests(startingWith: "GET /v1/stream")
+            proxy.cutAll()
+            proxy.loseNextAnswer(to: "POST /v1/conversations/\(id.uuidString.lowercased())/messages ")
+            first.send("once only", clientId: "lost-answer") { _ in }
+            try await until("the send stored by the server") { try await alice.page(of: id).messages.count == 1 }
+            setup.serverAway(true)
+            first.stop()
+
+            setup.serverAway(false)
+            proxy.holdRequests(startingWith: "nothing held")
+            let second = try setup.bobsFeed()
+            defer { second.stop() }
+            second.start()
+            try await until("the send settled") { second.state.outbox.isEmpty && second.state.connection == .live }
+            try await until("one row") {
+                second.state.timeline.items.filter { $0.clientId == "lost-answer" }.map(\.isPending) == [false]
+            }
+            #expect(try await alice.page(of: id).messages.map(\.body) == ["once only"])
+        }
+    }
+
+    /// A refusal is the one thing that fails a send: a body over the limit
+    /// is marked failed while the send after it goes on; discarding it
+    /// takes its echo and its entry on disk away.
+    @Test func aRefusedSendFailsAndCanBeDiscardedWhileTheNextGoesOn() async throws {
+        try await Self.run(messages: 0) { setup in
+            let id = setup.id
+            let store = try OfflineStore(path: setup.path)
+            let feed = try setup.bobsFeed()
+            defer { feed.stop() }
+            feed.start()
+            try await until("the feed live") { feed.state.connection == .live }
+            let tooLong = String(repeating: "a", count: APILimits.maxMessageBodyLength + 1)
+            async let refused = Result(catching: { () async throws(ScrollbackError) in try await feed.send(tooLong, clientId: "too-long") })
+            let after = try await feed.send("after it", clientId: "after")
+            guard case .failure(.invalidInput) = await refused else {
+                Issue.record("the body over the limit was not refused: \(await refused)")
+                return
+            }
+            #expect(after.message.body == "after it")
+            #expect(feed.state.outbox.map(\.clientId) == ["too-long"])
+            #expect(try store.outbox(of: id).map(\.failure).count == 1)
+            guard case .failed? = feed.state.timeline.items.first(where: { $0.clientId == "too-long" })?.state else {
+                Issue.record("the refused send's echo is not failed")
+                return
+            }
+            try feed.discard(clientId: "too-long")
+            #expect(feed.state.outbox.isEmpty)
+            #expect(!feed.state.timeline.items.contains { $0.clientId == "too-long" })
+            #expect(try store.outbox(of: id).isEmpty)
+            #expect(throws: ScrollbackError.self) { try feed.discard(clientId: "after") }
+        }
+    }
+}
+
+extension Result where Failure == ScrollbackError {
+    init(catching body: () async throws(ScrollbackError) -> Success) async {
+        do {
+            self = .success(try await body())
+        } catch {
+            self = .failure(error)
+        }
+    }
+}
+
+/// The property: whatever interleaving of windows written to disk, pages,
+/// live frames, cut connections, an absent server and restarts of the app
+/// on the same file, the feed ends with the items of a fresh load, and
+/// every message it sent is stored once, in the order it was written.
+@Suite struct OfflineFeedPropertyTests {
+    typealias Row = ConversationFeedTests.Row
+
+    @Test(arguments: [11, 12, 13, 14] as [UInt64])
+    func anyInterleavingEndsAsAFreshLoad(seed: UInt64) async throws {
+        print("OfflineFeedPropertyTests seed \(seed)")
+        var seeded = ConversationFeedTests.generator(seed: seed)
+        let history = Int.random(in: 0...250, using: &seeded)
+        try await OfflineFeedTests.run(messages: history) { [seeded] setup in
+            var rng = seeded
+            let (alice, id) = (setup.alice, setup.id)
+            var alices = Set((0..<Int64(history)).map { $0 + 1 })
+            let pageSize = Int.random(in: 5...25, using: &rng)
+            let limit = Int.random(in: 20...200, using: &rng)
+
+            func open() throws -> ConversationFeed {
+                let feed = try setup.bobsFeed(
+                    pageSize: pageSize, settings: TimelineLayoutSettings(viewportHeight: 400, prefetchThreshold: 200),
+                    storedMessageLimit: limit)
+                feed.start()
+                return feed
+            }
+            var feed = try open()
+            var written: [String] = []
+            var away = false
+            let steps = Int.random(in: 40...70, using: &rng)
+            for step in 0..<steps {
+                switch Int.random(in: 0..<24, using: &rng) {
+                case 0..<8:
+                    alices.insert(try await alice.send("step \(step)", to: id).message.seq)
+                case 8..<11 where !alices.isEmpty:
+                    _ = try await alice.edit(alices.randomElement(using: &rng)!, in: id, body: "edited at \(step)")
+                case 11..<13 where !alices.isEmpty:
+                    let seq = alices.randomElement(using: &rng)!
+                    _ = try await alice.delete(seq, in: id)
+                    alices.remove(seq)
+                case 13..<16:
+                    // Through the outbox, whether the server is there or not.
+                    let clientId = "bob-\(step)"
+                    written.append(clientId)
+                    feed.send("bob at \(step)", clientId: clientId) { _ in }
+                case 16..<18:
+                    away.toggle()
+                    setup.serverAway(away)
+                case 18:
+                    setup.proxy.cutAll()
+                case 19..<21:
+                    // The app quits and starts again on the same file.
+                    feed.stop()
+                    feed = try open()
+                case 21:
+                    if let top = feed.state.timeline.layout?.maxScrollOffset { feed.apply(.scrolled(offsetFromBottom: top)) }
+                default:
+                    try await Task.sleep(for: .milliseconds(Int.random(in: 1...40, using: &rng)))
+                }
+            }
+            setup.serverAway(false)
+            let current = feed
+            defer { current.stop() }
+
+            let fresh = NIOLockedValueBox<[Row]>([])
+            let newest = NIOLockedValueBox<Int64>(0)
+            try await until("seed \(seed): the window equal to a fresh load", every: .milliseconds(100)) {
+                let state = current.state
+                // Once bob's outbox is empty, nothing more is sent.
+                guard state.connection == .live, state.outbox.isEmpty, let window = state.timeline.seqRange,
+                    state.timeline.gaps.isEmpty
+                else { return false }
+                let last = try await alice.conversation(id).lastSeq
+                newest.withLockedValue { $0 = last }
+                guard window.upperBound == last else { return false }
+                let rows = try await ConversationFeedTests.freshWindow(alice, id, from: window.lowerBound)
+                fresh.withLockedValue { $0 = rows }
+                return state.timeline.messages.map(Row.init) == rows
+            } describe: {
+                let state = current.state
+                return """
+                    connection \(state.connection), window \(String(describing: state.timeline.seqRange)) of \(newest.withLockedValue { $0 }), \
+                    gaps \(state.timeline.gaps), outbox \(state.outbox.map(\.clientId)), failure \(String(describing: state.failure))
+                    feed:  \(state.timeline.messages.map(Row.init).prefix(8))
+                    fresh: \(fresh.withLockedValue { $0 }.prefix(8))
+                    """
+            }
+            #expect(!current.state.timeline.items.contains { $0.isPending }, "seed \(seed): every send stored")
+
+            // Every send of bob's stored once, in the order written.
+            let everything = try await ConversationFeedTests.freshWindow(alice, id, from: 1)
+            let bobs = everything.reversed().compactMap { row in written.first { "bob at \($0.dropFirst(4))" == row.body } }
+            #expect(bobs == written, "seed \(seed): bob's sends as stored \(bobs), as written \(written)")
+
+            // The file holds what the feed shows, up to its limit.
+            current.stop()
+            let window = try #require(try OfflineStore(path: setup.path).openWindow(of: id))
+            let shown = current.state.timeline.messages.map(Row.init)
+            #expect(window.messages.map(Row.init) == Array(shown.prefix(limit)), "seed \(seed): the file's window")
+            print(
+                "OfflineFeedPropertyTests seed \(seed): \(history) messages before, \(steps) steps, \(written.count) sends",
+                "by bob, window \(String(describing: current.state.timeline.seqRange)), \(window.messages.count) on disk")
+        }
+    }
+}
