@@ -3,7 +3,8 @@ import ScrollbackModels
 import ScrollbackTimeline
 
 /// The feed for code that does not use async/await. Updates and results
-/// arrive on an arbitrary thread; a send's echo shows before the call returns.
+/// arrive on the client's `completionQueue` (the main queue by default); a
+/// send's echo shows before the call returns.
 extension ConversationFeed {
     /// Hands `onUpdate` the current state (with an empty diff), then every
     /// update in order, until the feed ends or the returned task is
@@ -12,10 +13,10 @@ extension ConversationFeed {
     public func observe(
         onUpdate: @escaping @Sendable (State, TimelineUpdate) -> Void, onEnd: @escaping @Sendable () -> Void = {}
     ) -> Task<Void, Never> {
-        let updates = updates
+        let (updates, client) = (self.updates, self.client)
         return Task {
-            for await (state, update) in updates { onUpdate(state, update) }
-            onEnd()
+            for await (state, update) in updates { client.deliver { onUpdate(state, update) } }
+            client.deliver(onEnd)
         }
     }
 
@@ -36,7 +37,7 @@ extension ConversationFeed {
         do throws(ScrollbackError) {
             promise = try beginRetry(clientId)
         } catch {
-            return Task { completion(.failure(error)) }
+            return client.complete(completion) { () async throws(ScrollbackError) in throw error }
         }
         return client.complete(completion) { () async throws(ScrollbackError) in try await promise.outcome() }
     }

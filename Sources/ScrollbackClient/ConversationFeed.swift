@@ -506,7 +506,7 @@ public final class ConversationFeed: Sendable {
                 return .success(try await client.retrying(read))
             } catch {
                 guard error.isRetryable else { return .failure(error) }
-                try? await Task.sleep(for: client.retry.delay(afterFailure: client.retry.maxAttempts))
+                try? await client.waitToRetry(client.retry.delay(afterFailure: client.retry.maxAttempts))
             }
         }
         return nil

@@ -98,8 +98,8 @@ extension ScrollbackClient {
 
     /// The user's inbox, live, through completion handlers: `onUpdate` with
     /// the state now and then each later state and how its rows changed, in
-    /// order, then `onEnd` once (nil after `stop()`). Both are called on an
-    /// arbitrary thread. The feed is started.
+    /// order, then `onEnd` once (nil after `stop()`). Both are called on the
+    /// client's `completionQueue` (the main queue by default). The feed is started.
     @discardableResult
     public func inboxFeed(
         pageSize: Int? = nil, onUpdate: @escaping @Sendable (Inbox, InboxChange) -> Void,
@@ -108,8 +108,9 @@ extension ScrollbackClient {
         let feed = InboxFeed(client: self, pageSize: pageSize)
         let updates = feed.updates
         Task {
-            for await (inbox, change) in updates { onUpdate(inbox, change) }
-            onEnd(feed.failure)
+            for await (inbox, change) in updates { deliver { onUpdate(inbox, change) } }
+            let failure = feed.failure
+            deliver { onEnd(failure) }
         }
         feed.start()
         return feed
@@ -264,7 +265,7 @@ actor InboxRunner {
     /// failed request is asked for again; false when the feed is stopping.
     private nonisolated func pausedAfterFailure() async -> Bool {
         do {
-            try await Task.sleep(for: client.retry.delay(afterFailure: client.retry.maxAttempts))
+            try await client.waitToRetry(client.retry.delay(afterFailure: client.retry.maxAttempts))
             return true
         } catch {
             return false
@@ -286,8 +287,11 @@ actor InboxRunner {
         while !Task.isCancelled {
             attempt += 1
             var wait: Duration = .zero
+            var suspended = false
             do {
                 try await session(attempt, subscriber, &iterator, sink)
+            } catch is Suspended {
+                suspended = true
             } catch ScrollbackError.rateLimited(_, let after?, _) {
                 wait = .milliseconds(Int(after * 1000))
             } catch let failure as TokenProviderFailed {
@@ -298,9 +302,18 @@ actor InboxRunner {
             }
             await connection.release(subscriber)
             if await drop() { failures = 0 }
+            if suspended {
+                // No socket while the app is in the background; back in the
+                // foreground, subscribe at once with the backoff reset.
+                while let event = await iterator.next() {
+                    if case .foregrounded = event { break }
+                }
+                failures = 0
+                continue
+            }
             failures += 1
             wait = max(wait, client.retry.delay(afterFailure: failures))
-            try? await Task.sleep(for: wait)
+            try? await client.waitToRetry(wait)
         }
         sink.finish()
         await connection.leave(subscriber)
@@ -335,11 +348,16 @@ actor InboxRunner {
                 throw TokenProviderFailed(reason: reason)
             case .closed, .failed:
                 return
+            case .backgrounded:
+                throw Suspended()
             default:
                 continue
             }
         }
     }
+
+    /// The app went to the background: the socket is given up until it comes back.
+    private struct Suspended: Error {}
 
     /// The app's token provider failed: no socket can be opened, the feed ends.
     private struct TokenProviderFailed: Error {

@@ -15,6 +15,8 @@ actor LiveConnection {
     private var sockets: [Int: LiveSocket] = [:]
     private var inboxes: [Subscriber: AsyncStream<LiveProtocol.Input>.Continuation] = [:]
     private var nextSubscriber = 0
+    /// The app is in the background: new subscribers are told so at once.
+    private var isSuspended = false
     private let url: String
     private let token: @Sendable () async throws -> String
 
@@ -28,7 +30,26 @@ actor LiveConnection {
         nextSubscriber += 1
         inboxes[nextSubscriber] = inbox
         perform(.join(nextSubscriber, topic))
+        if isSuspended { inbox.yield(.backgrounded) }
         return nextSubscriber
+    }
+
+    /// Hands every subscriber what the app or the device says (the network
+    /// is back, the app went to the background or came back). Going to the
+    /// background also closes the socket: every subscriber is told first,
+    /// so the loss that follows is not a failure to wait out.
+    func tell(_ input: LiveProtocol.Input) {
+        switch input {
+        case .backgrounded: isSuspended = true
+        case .foregrounded: isSuspended = false
+        default: break
+        }
+        for inbox in inboxes.values { inbox.yield(input) }
+        guard case .backgrounded = input else { return }
+        for (number, socket) in sockets {
+            socket.close()
+            socketReported(number, .closed(code: nil, reason: "The app is in the background."))
+        }
     }
 
     /// The subscriber needs the socket: `opened` arrives in its inbox when it may send.

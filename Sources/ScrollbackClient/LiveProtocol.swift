@@ -52,6 +52,16 @@ public struct LiveProtocol: Sendable, Equatable {
         case tokenUnavailable(reason: String)
         /// A timer of ``Step/startTimer(_:after:)`` went off.
         case timerFired(Timer)
+        /// The device's network came back (a path monitor said so): a
+        /// connection waiting out its backoff is tried at once, and the
+        /// backoff starts over.
+        case networkAvailable
+        /// The app went to the background: the socket is given up, and
+        /// nothing reconnects until ``foregrounded``.
+        case backgrounded
+        /// The app came back to the foreground: connect at once, the
+        /// backoff starts over.
+        case foregrounded
         /// The consumer stopped listening.
         case cancel
     }
@@ -102,6 +112,8 @@ public struct LiveProtocol: Sendable, Equatable {
         case live
         /// Waiting to reconnect after a failure.
         case waiting
+        /// The app is in the background: no socket until it comes back.
+        case suspended
         /// Ended; every input is ignored.
         case finished
     }
@@ -239,6 +251,15 @@ public struct LiveProtocol: Sendable, Equatable {
         case (.timerFired(.reconnect(let number)), .waiting):
             guard number == attempt else { return [] }
             return connect()
+        case (.networkAvailable, .waiting), (.foregrounded, .waiting), (.foregrounded, .suspended):
+            failures = 0
+            return connect()
+        case (.networkAvailable, _), (.foregrounded, _):
+            failures = 0
+            return []
+        case (.backgrounded, .connecting), (.backgrounded, .subscribing), (.backgrounded, .live),
+            (.backgrounded, .waiting):
+            return suspend()
         case (.cancel, _):
             return finish(nil)
         default:
@@ -268,6 +289,18 @@ public struct LiveProtocol: Sendable, Equatable {
         held = []
         failures += 1
         steps.append(.startTimer(.reconnect(attempt: attempt), after: retry.delay(afterFailure: failures, using: &jitter)))
+        return steps
+    }
+
+    /// Gives up the connection for as long as the app is in the background:
+    /// its loss is reported (when it was live) as any other, and no timer
+    /// reconnects.
+    private mutating func suspend() -> [Step] {
+        var steps: [Step] = [.disconnect]
+        if phase == .live { steps.append(.emit(.disconnected(reason: "The app is in the background."))) }
+        phase = .suspended
+        if case .catchingUp = work { work = .abandoned }
+        held = []
         return steps
     }
 

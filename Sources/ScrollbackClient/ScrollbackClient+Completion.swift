@@ -3,8 +3,9 @@ import ScrollbackModels
 
 /// Every call with a completion handler, for code that does not use
 /// async/await. Each starts its request at once and calls `completion`
-/// exactly once, on an arbitrary thread, with the value or the
-/// `ScrollbackError`; the returned task cancels it.
+/// exactly once, on the client's `completionQueue` (the main queue unless
+/// the app says otherwise), with the value or the `ScrollbackError`; the
+/// returned task cancels it.
 extension ScrollbackClient {
     public typealias Completion<Value> = @Sendable (Result<Value, ScrollbackError>) -> Void
 
@@ -266,23 +267,29 @@ extension ScrollbackClient {
     ) -> Task<Void, Never> {
         Task {
             do {
-                for try await event in live(conversation: id, after: seq) { onEvent(event) }
-                onEnd(nil)
+                for try await event in live(conversation: id, after: seq) { deliver { onEvent(event) } }
+                deliver { onEnd(nil) }
             } catch {
-                onEnd(error)
+                deliver { onEnd(error) }
             }
         }
     }
 
-    func complete<Value>(
+    func complete<Value: Sendable>(
         _ completion: @escaping Completion<Value>, _ operation: @escaping @Sendable () async throws(ScrollbackError) -> Value
     ) -> Task<Void, Never> {
         Task {
             do throws(ScrollbackError) {
-                completion(.success(try await operation()))
+                let value = try await operation()
+                deliver { completion(.success(value)) }
             } catch {
-                completion(.failure(error))
+                deliver { completion(.failure(error)) }
             }
         }
+    }
+
+    /// Calls a handler of the app's on `completionQueue`, in the order asked.
+    func deliver(_ handler: @escaping @Sendable () -> Void) {
+        if let completionQueue { completionQueue.async(execute: handler) } else { handler() }
     }
 }

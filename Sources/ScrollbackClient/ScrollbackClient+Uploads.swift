@@ -96,7 +96,7 @@ extension ScrollbackClient {
                 failures += 1
                 guard resumable, failures < retry.maxAttempts else { throw error }
                 do {
-                    try await Task.sleep(for: retry.delay(afterFailure: failures))
+                    try await waitToRetry(retry.delay(afterFailure: failures))
                 } catch {
                     throw .cancelled
                 }
@@ -149,7 +149,7 @@ extension ScrollbackClient {
                 failures += 1
                 guard error.isRetryable, failures < retry.maxAttempts else { throw error }
                 do {
-                    try await Task.sleep(for: retry.delay(afterFailure: failures))
+                    try await waitToRetry(retry.delay(afterFailure: failures))
                 } catch {
                     throw .cancelled
                 }

@@ -29,12 +29,19 @@ public struct ScrollbackClient: Sendable {
     /// Called after every HTTP attempt, retries included, with what it
     /// answered: for an app's metrics and logs, or a test of the service.
     public var onExchange: (@Sendable (Exchange) -> Void)?
+    /// Where completion handlers, and the handlers of `observe` and
+    /// `live(...onEvent:)`, are called: the main queue by default, so a
+    /// UIKit or AppKit app may touch its views in them; nil calls them on
+    /// whatever thread the answer arrives on.
+    public var completionQueue: DispatchQueue? = .main
     /// Per conversation, the highest `version` this client (and its copies)
     /// has written or read: pages ask for `min_version` of it.
     let versions = KnownVersions()
     /// The one live socket that every stream and feed of this client (and
     /// of its copies) subscribes through.
     let connection: LiveConnection
+    /// The waits between retries, ended early when the network comes back.
+    let wakeUps = WakeUps()
 
     /// One HTTP attempt as `onExchange` sees it.
     public struct Exchange: Sendable {
@@ -403,7 +410,7 @@ public struct ScrollbackClient: Sendable {
                 if case .unavailable(_, let after?, _) = error { delay = max(delay, .milliseconds(Int(after * 1000))) }
                 if case .rateLimited(_, let after?, _) = error { delay = max(delay, .milliseconds(Int(after * 1000))) }
                 do {
-                    try await Task.sleep(for: delay)
+                    try await waitToRetry(delay)
                 } catch {
                     throw .transport(message: "Cancelled while waiting to retry.")
                 }

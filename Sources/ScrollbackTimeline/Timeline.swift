@@ -100,7 +100,7 @@ public struct Timeline: Sendable, Equatable {
     @discardableResult
     public mutating func apply(_ action: TimelineAction) -> TimelineUpdate {
         let before = items
-        let anchor = anchorBeforeChange()
+        let anchor = self.anchor
         var effects: [TimelineEffect] = []
         switch action {
         case .pageLoaded(let page):
@@ -292,22 +292,25 @@ public struct Timeline: Sendable, Equatable {
             prefetchThreshold: settings.prefetchThreshold)
     }
 
-    /// The row at the bottom edge of the viewport and its distance from it;
-    /// nil when the reader is at the bottom (pinned: new rows push history up).
-    private func anchorBeforeChange() -> (id: TimelineItem.ID, distance: Double)? {
+    /// The row at the bottom edge of the viewport at the current scroll
+    /// offset, and how far its bottom is from that edge (negative: below
+    /// it): what stays put when rows are inserted, and what a list restores
+    /// (`scrollPosition(id:anchor:)`). Nil when the reader is at the bottom
+    /// (pinned: new rows push history up).
+    public var anchor: TimelineAnchor? {
         guard scrollOffset > 0, let layout else { return nil }
         guard let index = layout.items.firstIndex(where: { $0.topEdgeFromBottom > scrollOffset }) ?? layout.items.indices.last
         else { return nil }
-        return (items[index].id, layout.items[index].offsetFromBottom - scrollOffset)
+        return TimelineAnchor(id: items[index].id, distanceFromBottom: layout.items[index].offsetFromBottom - scrollOffset)
     }
 
     /// The offset that puts the anchor row where it was.
-    private func offsetKeeping(_ anchor: (id: TimelineItem.ID, distance: Double)?) -> Double {
+    private func offsetKeeping(_ anchor: TimelineAnchor?) -> Double {
         guard let layout = try? ChatLayout(layoutInput(scrollOffset: nil)) else { return scrollOffset }
         guard let anchor, let index = items.firstIndex(where: { $0.id == anchor.id }) else {
             return min(scrollOffset, layout.maxScrollOffset)
         }
-        return min(max(layout.items[index].offsetFromBottom - anchor.distance, 0), layout.maxScrollOffset)
+        return min(max(layout.items[index].offsetFromBottom - anchor.distanceFromBottom, 0), layout.maxScrollOffset)
     }
 
     // MARK: Diffing
@@ -336,6 +339,19 @@ public struct Timeline: Sendable, Equatable {
             if old[previous] != item || item.id == measured { diff.updated.append(index) }
         }
         return diff
+    }
+}
+
+/// Where the reader is, as a row and an offset rather than a number of
+/// points: the row at the bottom edge of the viewport, and the distance of
+/// its bottom from that edge.
+public struct TimelineAnchor: Sendable, Equatable {
+    public var id: TimelineItem.ID
+    public var distanceFromBottom: Double
+
+    public init(id: TimelineItem.ID, distanceFromBottom: Double) {
+        self.id = id
+        self.distanceFromBottom = distanceFromBottom
     }
 }
 

@@ -247,8 +247,13 @@ import Testing
             let feed = ConversationFeed(client: alice, conversation: id, userId: "alice")
             let states = NIOLockedValueBox<[ConversationFeed.State]>([])
             let ended = NIOLockedValueBox(false)
+            // Every handler runs on the main queue (the client's default `completionQueue`).
+            let offMain = NIOLockedValueBox(0)
             let observing = feed.observe(
-                onUpdate: { state, _ in states.withLockedValue { $0.append(state) } },
+                onUpdate: { state, _ in
+                    if !ModelTests.onMainQueue() { offMain.withLockedValue { $0 += 1 } }
+                    states.withLockedValue { $0.append(state) }
+                },
                 onEnd: { ended.withLockedValue { $0 = true } })
             defer { observing.cancel() }
             feed.start()
@@ -257,20 +262,30 @@ import Testing
             }
 
             let sent: Result<ScrollbackClient.SendResult, ScrollbackError> = await withCheckedContinuation { done in
-                feed.send("by callback", clientId: "cb-1") { done.resume(returning: $0) }
+                feed.send("by callback", clientId: "cb-1") {
+                    if !ModelTests.onMainQueue() { offMain.withLockedValue { $0 += 1 } }
+                    done.resume(returning: $0)
+                }
             }
             #expect(try sent.get().message.seq == 1)
             let marked: Result<ReadMarker?, ScrollbackError> = await withCheckedContinuation { done in
-                feed.markRead { done.resume(returning: $0) }
+                feed.markRead {
+                    if !ModelTests.onMainQueue() { offMain.withLockedValue { $0 += 1 } }
+                    done.resume(returning: $0)
+                }
             }
             #expect(try marked.get()?.readSeq == 1)
             let unknown: Result<ScrollbackClient.SendResult, ScrollbackError> = await withCheckedContinuation { done in
-                feed.retry(clientId: "never-sent") { done.resume(returning: $0) }
+                feed.retry(clientId: "never-sent") {
+                    if !ModelTests.onMainQueue() { offMain.withLockedValue { $0 += 1 } }
+                    done.resume(returning: $0)
+                }
             }
             guard case .failure(.notFound) = unknown else {
                 Issue.record("a retry of an unknown send gave \(unknown)")
                 return
             }
+            #expect(offMain.withLockedValue { $0 } == 0, "handlers called off the main queue")
             try await until("the observer sees the message and the read marker") {
                 states.withLockedValue { states in
                     guard let last = states.last else { return false }

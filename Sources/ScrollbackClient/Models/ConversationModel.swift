@@ -1,0 +1,175 @@
+import Foundation
+import Observation
+import ScrollbackModels
+import ScrollbackTimeline
+
+/// A conversation screen's model for SwiftUI: it owns a `ConversationFeed`
+/// and mirrors its state on the main actor, as `@Observable` properties a
+/// view reads directly, with the actions a screen calls. Every property
+/// changes on the main actor only, in the order the feed's updates came.
+///
+/// ```swift
+/// @State var model = ConversationModel(feed: ConversationFeed(client: client, conversation: id, userId: me, storage: store))
+/// ScrollView { LazyVStack { ForEach(model.items) { row in RowView(row) } } }
+///     .task { model.start() }
+/// ```
+@MainActor @Observable
+public final class ConversationModel {
+    /// Rows newest first (an inverted list), local echoes included.
+    public private(set) var items: [TimelineItem] = []
+    public private(set) var connection: ConversationFeed.Connection = .idle
+    /// An older page is being fetched (a spinner above the oldest row).
+    public private(set) var isLoadingOlder = false
+    /// The padding below the rows that keeps a short conversation at the
+    /// top of the screen while its newest message anchors the bottom.
+    public private(set) var bottomPadding: Double = 0
+    /// The scroll offset from the bottom that keeps what the reader looks
+    /// at in place, after the last update.
+    public private(set) var scrollOffset: Double = 0
+    /// The row at the bottom edge of the viewport and its distance from that
+    /// edge, for `scrollPosition(id:anchor:)`; nil when the reader is at the
+    /// bottom (pinned to the newest message).
+    public private(set) var anchor: TimelineAnchor?
+    /// The first message that was unread when the screen opened: the
+    /// "new messages" divider goes above it. It does not move as the reader
+    /// reads; nil when nothing was unread.
+    public private(set) var firstUnreadSeq: Int64?
+    /// How the rows changed in the last update, for a UIKit list.
+    public private(set) var lastDiff = TimelineDiff()
+    /// Sends waiting for the server, or refused (retry or discard them).
+    public private(set) var outbox: [OutboxEntry] = []
+    public private(set) var readSeqs: [String: Int64] = [:]
+    public private(set) var presence: [String: MemberPresence] = [:]
+    /// Why the feed gave up, if it did.
+    public private(set) var failure: ScrollbackError?
+    /// The last error of a call made through the model (a send refused, a
+    /// read marker that could not move).
+    public private(set) var lastError: ScrollbackError?
+
+    public let feed: ConversationFeed
+    @ObservationIgnored private var reading: Task<Void, Never>?
+    @ObservationIgnored private var readSeqAtOpen: Int64?
+
+    public init(feed: ConversationFeed) {
+        self.feed = feed
+        show(feed.state, TimelineUpdate(scrollOffset: feed.state.timeline.scrollOffset))
+    }
+
+    /// Starts the feed and follows it. Once only; `stop()` ends both.
+    public func start() {
+        guard reading == nil else { return }
+        let (updates, client, id) = (feed.updates, feed.client, feed.conversationId)
+        reading = Task { [weak self] in
+            // The read marker as the screen opens: where the divider goes.
+            Task { [weak self] in
+                let conversation = try? await client.conversation(id)
+                self?.opened(readSeq: conversation?.readSeq)
+            }
+            for await (state, update) in updates {
+                guard let self else { return }
+                self.show(state, update)
+            }
+        }
+        feed.start()
+    }
+
+    public func stop() {
+        reading?.cancel()
+        feed.stop()
+    }
+
+    private func opened(readSeq: Int64?) {
+        guard readSeqAtOpen == nil, let readSeq else { return }
+        readSeqAtOpen = readSeq
+        firstUnread()
+    }
+
+    private func firstUnread() {
+        guard let readSeq = readSeqAtOpen, firstUnreadSeq == nil else { return }
+        // The oldest loaded message after the marker that someone else wrote.
+        firstUnreadSeq = items.reversed().compactMap(\.message).first {
+            $0.seq > readSeq && $0.sender != feed.userId
+        }?.seq
+    }
+
+    private func show(_ state: ConversationFeed.State, _ update: TimelineUpdate) {
+        let timeline = state.timeline
+        if items != timeline.items { items = timeline.items }
+        if connection != state.connection { connection = state.connection }
+        if isLoadingOlder != state.isLoadingOlder { isLoadingOlder = state.isLoadingOlder }
+        let layout = timeline.layout
+        let padding = layout?.bottomPadding ?? 0
+        if bottomPadding != padding { bottomPadding = padding }
+        if scrollOffset != update.scrollOffset { scrollOffset = update.scrollOffset }
+        if anchor != timeline.anchor { anchor = timeline.anchor }
+        if !update.diff.isEmpty || !lastDiff.isEmpty { lastDiff = update.diff }
+        if outbox != state.outbox { outbox = state.outbox }
+        if readSeqs != state.readSeqs { readSeqs = state.readSeqs }
+        if presence != state.presence { presence = state.presence }
+        if failure != state.failure { failure = state.failure }
+        firstUnread()
+    }
+
+    // MARK: Actions
+
+    /// Sends a message through the feed's outbox: its echo shows at once.
+    public func send(_ text: String, attachments: [Attachment] = []) {
+        let feed = self.feed
+        Task { [weak self] in
+            do throws(ScrollbackError) {
+                try await feed.send(text, attachments: attachments)
+            } catch {
+                if error != .cancelled { self?.lastError = error }
+            }
+        }
+    }
+
+    /// Sends a refused send again.
+    public func retry(_ clientId: String) {
+        let feed = self.feed
+        Task { [weak self] in
+            do throws(ScrollbackError) {
+                try await feed.retry(clientId: clientId)
+            } catch {
+                if error != .cancelled { self?.lastError = error }
+            }
+        }
+    }
+
+    /// Gives up a refused send: its row goes.
+    public func discard(_ clientId: String) {
+        do throws(ScrollbackError) {
+            try feed.discard(clientId: clientId)
+        } catch {
+            lastError = error
+        }
+    }
+
+    public func loadOlder() { feed.loadOlder() }
+
+    /// Moves the read marker to the newest loaded message.
+    public func markRead() {
+        let feed = self.feed
+        Task { [weak self] in
+            do throws(ScrollbackError) {
+                try await feed.markRead()
+            } catch {
+                self?.lastError = error
+            }
+        }
+    }
+
+    /// The reader scrolled to `offset` from the bottom (older pages load near the top).
+    public func scrolled(offsetFromBottom offset: Double) {
+        show(feed.state, feed.apply(.scrolled(offsetFromBottom: offset)))
+    }
+
+    /// A row was measured on screen.
+    public func measured(_ id: TimelineItem.ID, height: Double) {
+        show(feed.state, feed.apply(.heightMeasured(id, height)))
+    }
+
+    public func viewportResized(height: Double) {
+        show(feed.state, feed.apply(.viewportResized(height: height)))
+    }
+}
