@@ -43,6 +43,12 @@ public final class ConversationFeed: Sendable {
         public internal(set) var connection: Connection = .idle
         /// An older page is being fetched (for a spinner above the oldest row).
         public internal(set) var isLoadingOlder = false
+        /// A newer page is being fetched (for a spinner below the newest row
+        /// of a window detached from the live edge).
+        public internal(set) var isLoadingNewer = false
+        /// The first message that was unread when the feed opened at
+        /// `.firstUnread` (the "new messages" divider goes above it).
+        public internal(set) var firstUnreadSeq: Int64?
         /// How far each member has read, as far as this feed has seen: from
         /// the live stream, and this user's from `markRead()` too.
         public internal(set) var readSeqs: [String: Int64] = [:]
@@ -64,6 +70,18 @@ public final class ConversationFeed: Sendable {
         mutating func noteRead(_ user: String, through seq: Int64) {
             readSeqs[user] = max(readSeqs[user] ?? 0, seq)
         }
+    }
+
+    /// Where a feed opens the conversation.
+    public enum Opening: Sendable, Equatable {
+        /// At the newest message (from the storage's window, when it holds one).
+        case newest
+        /// Around a message (a search hit, a reply's parent, a mention),
+        /// its row in the middle of the screen.
+        case message(Int64)
+        /// At the first message the user has not read, in the middle of the
+        /// screen; at the newest when everything is read.
+        case firstUnread
     }
 
     public enum Connection: Sendable, Equatable {
@@ -137,6 +155,11 @@ public final class ConversationFeed: Sendable {
         var saved: SavedWindow?
         /// The storage was told to drop the conversation: nothing more is written.
         var forgotten = false
+        /// Numbers the jumps asked for: the answer of one superseded by another is dropped.
+        var jumps = 0
+        /// Numbers the windows a jump put in place: a page or a fill asked
+        /// for by an earlier window is dropped when it answers.
+        var windows = 0
         /// The users a `presence` frame told of since the last read of
         /// presence began (newer than that read), and which read is the last.
         var presenceFramed: Set<String> = []
@@ -212,7 +235,7 @@ public final class ConversationFeed: Sendable {
     /// and subscribes live from its newest message instead. Sends left in
     /// the storage's outbox show as echoes and are sent again. Once only; a
     /// stopped feed does not start again.
-    public func start() {
+    public func start(at opening: Opening = .newest) {
         let (client, id, limit) = (self.client, conversationId, pageSize)
         core.withLockedValue { core in
             guard !core.isStarted, !core.isStopped else { return }
@@ -220,19 +243,77 @@ public final class ConversationFeed: Sendable {
             core.state.connection = .connecting
             let stored = restore(in: &core)
             publishQuiet(in: &core)
-            if let stored {
+            if let stored, opening == .newest {
                 core.state.readSeqs.merge(stored.readSeqs, uniquingKeysWith: max)
                 apply(.pageLoaded(stored.page), in: &core)
                 subscribe(in: &core)
             } else {
+                core.jumps += 1
                 spawn(in: &core) { [weak self] in
-                    let newest = await Self.untilAnswered(client) { () async throws(ScrollbackError) in
-                        try await client.page(of: id, .newest, limit: limit)
+                    let first = await Self.untilAnswered(client) { () async throws(ScrollbackError) in
+                        try await Self.firstPage(client, id, opening, limit: limit)
                     }
-                    self?.opened(newest)
+                    self?.opened(first)
                 }
             }
             pumpOutbox(in: &core)
+        }
+    }
+
+    /// The page a feed opens with, the row to put in the middle of the
+    /// screen, and the first unread message when it opens there.
+    typealias FirstPage = (page: MessagePage, focus: Int64?, firstUnread: Int64?)
+
+    static func firstPage(_ client: ScrollbackClient, _ id: UUID, _ opening: Opening, limit: Int)
+        async throws(ScrollbackError) -> FirstPage
+    {
+        switch opening {
+        case .newest:
+            return (try await client.page(of: id, .newest, limit: limit), nil, nil)
+        case .message(let seq):
+            return (try await client.page(of: id, .around(seq), limit: limit), seq, nil)
+        case .firstUnread:
+            let conversation = try await client.conversation(id)
+            guard conversation.readSeq < conversation.lastSeq else {
+                return (try await client.page(of: id, .newest, limit: limit), nil, nil)
+            }
+            let first = conversation.readSeq + 1
+            return (try await client.page(of: id, .around(first), limit: limit), first, first)
+        }
+    }
+
+    /// Moves the window to message `seq` (a search hit, a reply's parent):
+    /// the page around it replaces what is shown, its row in the middle of
+    /// the screen; newer pages load as the reader scrolls down, until the
+    /// window reaches the newest message and follows the live edge again.
+    public func jump(to seq: Int64) {
+        jump(.message(seq))
+    }
+
+    /// Moves the window back to the newest message, the reader at the bottom.
+    public func jumpToLatest() {
+        jump(.newest)
+    }
+
+    private func jump(_ opening: Opening) {
+        core.withLockedValue { jump(opening, in: &$0) }
+    }
+
+    private func jump(_ opening: Opening, in core: inout Core) {
+        guard core.isStarted, !core.isStopped else { return }
+        core.jumps += 1
+        let (client, id, limit, jump) = (self.client, conversationId, pageSize, core.jumps)
+        spawn(in: &core) { [weak self] in
+            let first = await Self.untilAnswered(client) { () async throws(ScrollbackError) in
+                try await Self.firstPage(client, id, opening, limit: limit)
+            }
+            self?.core.withLockedValue { core in
+                guard !core.isStopped, jump == core.jumps, case .success(let first)? = first else { return }
+                core.windows += 1
+                core.fills = [:]
+                core.fetching.removeAll { if case .catchUp = $0 { false } else { true } }
+                self?.apply(.jumped(first.page, focus: first.focus), in: &core)
+            }
         }
     }
 
@@ -242,16 +323,21 @@ public final class ConversationFeed: Sendable {
         end(failure: nil)
     }
 
-    private func opened(_ newest: Result<MessagePage, ScrollbackError>?) {
-        switch newest {
+    private func opened(_ first: Result<FirstPage, ScrollbackError>?) {
+        switch first {
         case nil:
             return
         case .failure(let error):
             end(failure: error)
-        case .success(let page):
+        case .success(let first):
             core.withLockedValue { core in
                 guard !core.isStopped else { return }
-                apply(.pageLoaded(page), in: &core)
+                core.state.firstUnreadSeq = first.firstUnread
+                if first.focus == nil {
+                    apply(.pageLoaded(first.page), in: &core)
+                } else {
+                    apply(.jumped(first.page, focus: first.focus), in: &core)
+                }
                 subscribe(in: &core)
             }
         }
@@ -404,6 +490,10 @@ public final class ConversationFeed: Sendable {
             fetch(effect, in: &core) { () async throws(ScrollbackError) in
                 .pageLoaded(try await client.page(of: id, .before(before), limit: limit))
             }
+        case .loadNewer(let after):
+            fetch(effect, in: &core) { () async throws(ScrollbackError) in
+                .pageLoaded(try await client.page(of: id, .after(after), limit: limit))
+            }
         case .catchUp(let version):
             // A change set with `has_more` makes the timeline ask for the next.
             fetch(effect, in: &core) { () async throws(ScrollbackError) in
@@ -422,18 +512,21 @@ public final class ConversationFeed: Sendable {
     ) {
         guard !core.fetching.contains(effect) else { return }
         core.fetching.append(effect)
-        let client = self.client
+        let (client, window) = (self.client, core.windows)
         spawn(in: &core) { [weak self] in
             let answer = await Self.untilAnswered(client, read)
-            self?.fetched(effect, answer)
+            self?.fetched(effect, answer, window: window)
         }
     }
 
-    private func fetched(_ effect: TimelineEffect, _ answer: Result<TimelineAction, ScrollbackError>?) {
+    private func fetched(_ effect: TimelineEffect, _ answer: Result<TimelineAction, ScrollbackError>?, window: Int) {
         core.withLockedValue { core in
             guard !core.isStopped, let answer else { return }
             core.fetching.removeAll { $0 == effect }
             switch answer {
+            case .success(.pageLoaded) where window != core.windows:
+                // A page of the window before a jump: not this window's.
+                publishQuiet(in: &core)
             case .success(let action):
                 apply(action, in: &core)
             case .failure(let error):
@@ -452,14 +545,14 @@ public final class ConversationFeed: Sendable {
         guard !core.fills.values.contains(where: { $0.reached <= after && $0.through >= through }) else { return }
         let fill = core.takeId()
         core.fills[fill] = (after, through)
-        let (client, id, limit) = (self.client, conversationId, pageSize)
+        let (client, id, limit, window) = (self.client, conversationId, pageSize, core.windows)
         spawn(in: &core) { [weak self] in
             var next: Int64? = after
             while let from = next, from < through {
                 let answer = await Self.untilAnswered(client) { () async throws(ScrollbackError) in
                     try await client.page(of: id, .after(from), limit: limit)
                 }
-                next = self?.filled(fill, after: from, through: through, answer)
+                next = self?.filled(fill, after: from, through: through, answer, window: window)
             }
             self?.core.withLockedValue { _ = $0.fills.removeValue(forKey: fill) }
         }
@@ -468,10 +561,11 @@ public final class ConversationFeed: Sendable {
     /// Applies one page of a gap fill; the seq to fetch after next, or nil
     /// when the fill is over.
     private func filled(
-        _ fill: Int, after from: Int64, through: Int64, _ answer: Result<MessagePage, ScrollbackError>?
+        _ fill: Int, after from: Int64, through: Int64, _ answer: Result<MessagePage, ScrollbackError>?, window: Int
     ) -> Int64? {
         core.withLockedValue { core in
-            guard !core.isStopped, let answer else { return nil }
+            // A fill of the window before a jump ends: not this window's.
+            guard !core.isStopped, window == core.windows, let answer else { return nil }
             switch answer {
             case .failure(let error):
                 core.state.failure = error
@@ -514,6 +608,7 @@ public final class ConversationFeed: Sendable {
 
     private func publish(_ update: TimelineUpdate, in core: inout Core) {
         core.state.isLoadingOlder = core.fetching.contains { if case .loadOlder = $0 { true } else { false } }
+        core.state.isLoadingNewer = core.fetching.contains { if case .loadNewer = $0 { true } else { false } }
         for subscriber in core.subscribers.values { subscriber.yield((core.state, update)) }
     }
 
@@ -534,6 +629,19 @@ public final class ConversationFeed: Sendable {
     @discardableResult
     public func apply(_ action: ViewAction) -> TimelineUpdate {
         core.withLockedValue { apply(action.timelineAction, in: &$0) }
+    }
+
+    /// Fetches the page newer than the newest loaded message now, in a
+    /// window detached from the live edge, as a scroll near the bottom
+    /// would; nothing when the window follows the live edge.
+    public func loadNewer() {
+        core.withLockedValue { core in
+            guard core.isStarted, !core.isStopped, !core.state.timeline.isAttached,
+                let newest = core.state.timeline.seqRange?.upperBound
+            else { return }
+            run(.loadNewer(after: newest), in: &core)
+            publishQuiet(in: &core)
+        }
     }
 
     /// Fetches the page older than the oldest loaded message now, as a
@@ -629,6 +737,9 @@ public final class ConversationFeed: Sendable {
             let entry = OutboxEntry(send, in: conversationId)
             write(in: &core) { try $0.put(entry) }
             core.state.outbox.append(entry)
+            // A message goes at the bottom of the conversation: a window
+            // away from the newest goes back there.
+            if !core.state.timeline.isAttached { jump(.newest, in: &core) }
             apply(.sendStarted(send), in: &core)
             pumpOutbox(in: &core)
             return promise
@@ -764,6 +875,14 @@ public final class ConversationFeed: Sendable {
         let acknowledged = core.state.outbox.filter { sentHere.contains($0.clientId) }.map(\.clientId)
         if !acknowledged.isEmpty { core.state.outbox.removeAll { sentHere.contains($0.clientId) } }
         guard storage != nil else { return }
+        guard timeline.isAttached else {
+            // The storage keeps the newest window: a jump away leaves it as
+            // it was, but what the server has stored leaves the outbox.
+            for clientId in acknowledged {
+                write(in: &core) { try $0.removeOutboxEntry(clientId: clientId, in: self.conversationId) }
+            }
+            return
+        }
         let saved = core.saved ?? SavedWindow()
         let changed = kept.filter { saved.versions[$0.seq] != $0.version }
         let segments = WindowChanges.segments(of: kept.map(\.seq))

@@ -31,6 +31,16 @@ public protocol FeedStorage: Sendable {
     func forget(_ conversation: UUID) throws
 }
 
+/// Where an `InboxFeed` keeps the first rows of the conversation list
+/// between launches (`OfflineStore` implements it). One store holds one
+/// user's list: an app that signs in as another user opens another store.
+public protocol InboxStorage: Sendable {
+    /// The rows last saved, most recently active first (empty when none).
+    func inboxRows() throws -> [Conversation]
+    /// Replaces the rows kept with `rows`, in one transaction.
+    func saveInbox(_ rows: [Conversation]) throws
+}
+
 /// What a store held of a conversation's window: a `MessagePage` at its
 /// version, less what no page says (the read markers).
 public struct StoredWindow: Sendable, Equatable {

@@ -83,6 +83,10 @@ public struct Inbox: Sendable, Equatable {
         let before = conversations
         var effects: [InboxEffect] = []
         switch action {
+        case .restored(let rows):
+            guard !isLoaded, byId.isEmpty else { break }
+            for row in rows where !removedIds.contains(row.id) { byId[row.id] = row }
+            stale = Set(byId.keys)
         case .connected:
             isLive = false
             effects.append(.subscribe(after: cursor))
@@ -328,6 +332,10 @@ extension Conversation {
 
 /// Everything that changes an inbox.
 public enum InboxAction: Sendable, Equatable {
+    /// The list as an offline store last kept it, before anything is
+    /// loaded: shown at once, each row until the first pass over the list
+    /// confirms it or goes past it without listing it.
+    case restored([Conversation])
     /// A socket was opened and authenticated: the inbox subscribes on it.
     case connected
     /// The socket was lost.

@@ -24,6 +24,7 @@ public final class InboxFeed: Sendable {
 
     private let broadcast: InboxBroadcast
     private let runner: InboxRunner
+    private let storage: (any InboxStorage)?
     /// `idle` before `start()`, `stopped` after `stop()`.
     private let task = NIOLockedValueBox<Run>(.idle)
 
@@ -36,10 +37,16 @@ public final class InboxFeed: Sendable {
     /// A feed of the user of `client`, not started yet; `pageSize` is the
     /// number of conversations a page of the list asks for (nil: the
     /// server's default).
-    public init(client: ScrollbackClient, pageSize: Int? = nil) {
+    ///
+    /// With a `storage`, `start()` shows the rows it kept at once (each
+    /// until the first pass over the list confirms it or goes past it), and
+    /// the first `storedRows` rows are written back as the list changes.
+    public init(client: ScrollbackClient, pageSize: Int? = nil, storage: (any InboxStorage)? = nil, storedRows: Int = 100) {
         let broadcast = InboxBroadcast()
         self.broadcast = broadcast
-        self.runner = InboxRunner(client: client, pageSize: pageSize, broadcast: broadcast)
+        self.storage = storage
+        self.runner = InboxRunner(
+            client: client, pageSize: pageSize, broadcast: broadcast, storage: storage, storedRows: max(storedRows, 0))
     }
 
     deinit {
@@ -51,8 +58,15 @@ public final class InboxFeed: Sendable {
     public func start() {
         task.withLockedValue { run in
             guard case .idle = run else { return }
+            // The rows on disk show before `start()` returns.
+            let rows = (try? storage?.inboxRows()) ?? []
+            if !rows.isEmpty {
+                var inbox = Inbox()
+                let update = inbox.apply(.restored(rows))
+                broadcast.publish(inbox, update.change)
+            }
             let runner = self.runner
-            run = .running(Task { await runner.run() })
+            run = .running(Task { await runner.run(restoring: rows) })
         }
     }
 
@@ -92,8 +106,8 @@ public final class InboxFeed: Sendable {
 extension ScrollbackClient {
     /// The user's inbox, live (see `InboxFeed`), not started yet: call
     /// `start()` once its `updates` are followed.
-    public func inboxFeed(pageSize: Int? = nil) -> InboxFeed {
-        InboxFeed(client: self, pageSize: pageSize)
+    public func inboxFeed(pageSize: Int? = nil, storage: (any InboxStorage)? = nil) -> InboxFeed {
+        InboxFeed(client: self, pageSize: pageSize, storage: storage)
     }
 
     /// The user's inbox, live, through completion handlers: `onUpdate` with
@@ -171,6 +185,10 @@ actor InboxRunner {
     private let client: ScrollbackClient
     private let pageSize: Int?
     private let broadcast: InboxBroadcast
+    private let storage: (any InboxStorage)?
+    private let storedRows: Int
+    /// The rows the storage holds, as last read or written.
+    private var saved: [Conversation] = []
     /// Actions from the app and effects to start, in the order they came.
     private let work: AsyncStream<Work>
     private let workSink: AsyncStream<Work>.Continuation
@@ -180,10 +198,15 @@ actor InboxRunner {
         case effect(InboxEffect)
     }
 
-    init(client: ScrollbackClient, pageSize: Int?, broadcast: InboxBroadcast) {
+    init(
+        client: ScrollbackClient, pageSize: Int?, broadcast: InboxBroadcast, storage: (any InboxStorage)?,
+        storedRows: Int
+    ) {
         self.client = client
         self.pageSize = pageSize
         self.broadcast = broadcast
+        self.storage = storage
+        self.storedRows = storedRows
         (work, workSink) = AsyncStream.makeStream(of: Work.self)
     }
 
@@ -191,7 +214,11 @@ actor InboxRunner {
         workSink.yield(.action(action))
     }
 
-    func run() async {
+    func run(restoring rows: [Conversation]) async {
+        if !rows.isEmpty {
+            saved = rows
+            apply(.restored(rows))
+        }
         await withDiscardingTaskGroup { group in
             group.addTask { await self.connectAndRead() }
             // Each effect is performed by a task of its own; they all end with the feed.
@@ -212,7 +239,10 @@ actor InboxRunner {
     private func apply(_ action: InboxAction) -> [ClientFrame] {
         let before = inbox
         let update = inbox.apply(action)
-        if inbox != before { broadcast.publish(inbox, update.change) }
+        if inbox != before {
+            broadcast.publish(inbox, update.change)
+            keep()
+        }
         var frames: [ClientFrame] = []
         for effect in update.effects {
             if case .subscribe(let after) = effect {
@@ -222,6 +252,15 @@ actor InboxRunner {
             }
         }
         return frames
+    }
+
+    /// Writes the first rows of the list to the storage when they changed.
+    /// A write that fails is tried again with the next change.
+    private func keep() {
+        guard let storage, inbox.isLoaded else { return }
+        let rows = Array(inbox.conversations.prefix(storedRows))
+        guard rows != saved, (try? storage.saveInbox(rows)) != nil else { return }
+        saved = rows
     }
 
     private func end(_ error: ScrollbackError) {

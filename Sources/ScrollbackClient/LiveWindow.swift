@@ -16,9 +16,10 @@ enum LiveWindow {
     static func handle(_ input: LiveProtocol.Input, timeline: Timeline, live: inout LiveProtocol)
         -> (actions: [TimelineAction], steps: [LiveProtocol.Step])
     {
-        // A new subscription resumes after the newest message held: the
+        // A new subscription resumes after the newest message held (in a
+        // window detached from the live edge, after the newest known): the
         // socket replays what follows, so nothing it replays is fetched.
-        if case .opened = input { live.resume(after: timeline.seqRange?.upperBound ?? timeline.lastSeq) }
+        if case .opened = input { live.resume(after: timeline.resumeAfter) }
         var actions: [TimelineAction] = []
         if case .received(let frame) = input, live.phase == .subscribing || live.phase == .live {
             switch frame {

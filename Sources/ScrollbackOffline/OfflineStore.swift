@@ -14,7 +14,7 @@ import ScrollbackModels
 /// dropped, whole, until they fit; the conversation being written is kept,
 /// and outboxes are never dropped (they hold what the user wrote). Each
 /// call is one transaction.
-public final class OfflineStore: FeedStorage, Sendable {
+public final class OfflineStore: FeedStorage, InboxStorage, Sendable {
     /// The default bound of the messages held: 32 MiB of their JSON.
     public static let defaultMaxBytes = 32 << 20
 
@@ -83,6 +83,15 @@ public final class OfflineStore: FeedStorage, Sendable {
                         UNIQUE (conversation_id, client_id)
                     );
                     CREATE INDEX conversation_opened ON conversation (opened_at);
+                    """)
+        }
+        migrator.registerMigration("2: the conversation list") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE inbox_row (
+                        position INTEGER PRIMARY KEY,
+                        json BLOB NOT NULL
+                    );
                     """)
         }
         return migrator
@@ -205,6 +214,26 @@ public final class OfflineStore: FeedStorage, Sendable {
         try database.write { db in
             try Self.dropWindow(conversation.stored, in: db)
             try db.execute(sql: "DELETE FROM outbox WHERE conversation_id = ?", arguments: [conversation.stored])
+        }
+    }
+
+    // MARK: InboxStorage
+
+    public func inboxRows() throws -> [Conversation] {
+        let decoder = ScrollbackJSON.decoder()
+        return try database.read { db in
+            try Data.fetchAll(db, sql: "SELECT json FROM inbox_row ORDER BY position")
+        }.map { try decoder.decode(Conversation.self, from: $0) }
+    }
+
+    public func saveInbox(_ rows: [Conversation]) throws {
+        let encoder = ScrollbackJSON.encoder()
+        let encoded = try rows.map { try encoder.encode($0) }
+        try database.write { db in
+            try db.execute(sql: "DELETE FROM inbox_row")
+            for (position, json) in encoded.enumerated() {
+                try db.execute(sql: "INSERT INTO inbox_row (position, json) VALUES (?, ?)", arguments: [position, json])
+            }
         }
     }
 

@@ -22,6 +22,14 @@ public struct Timeline: Sendable, Equatable {
     public private(set) var items: [TimelineItem] = []
     /// Older history exists beyond the oldest loaded message.
     public private(set) var hasOlder = false
+    /// The window holds the conversation's newest messages and follows the
+    /// live edge (new messages join it as they come). False after a jump to
+    /// an older message, until a newer page reaches the newest: live
+    /// messages meanwhile only move `lastSeq`, and newer pages load as the
+    /// reader nears the bottom.
+    public private(set) var isAttached = true
+    /// Newer history exists beyond the newest loaded message.
+    public var hasNewer: Bool { !isAttached }
     /// Whether any page has been loaded.
     public private(set) var isLoaded = false
     /// The newest seq the conversation is known to have.
@@ -46,6 +54,8 @@ public struct Timeline: Sendable, Equatable {
     private var heights: [TimelineItem.ID: Double] = [:]
     /// The `before` of a `loadOlder` not answered yet.
     private var olderRequested: Int64?
+    /// The `after` of a `loadNewer` not answered yet.
+    private var newerRequested: Int64?
     /// The `after` of each `fillGap` not answered yet.
     private var gapsRequested: Set<Int64> = []
     private var catchUpRequested = false
@@ -74,6 +84,13 @@ public struct Timeline: Sendable, Equatable {
             gaps.append((older + 1)...(newer - 1))
         }
         return gaps
+    }
+
+    /// Where a live subscription resumes: after the newest message held,
+    /// or, in a window detached from the live edge, after the newest the
+    /// conversation is known to have (what lies between comes by pages).
+    public var resumeAfter: Int64 {
+        isAttached ? seqRange?.upperBound ?? lastSeq : lastSeq
     }
 
     /// The height each row is laid out with: measured, or estimated.
@@ -105,9 +122,15 @@ public struct Timeline: Sendable, Equatable {
         switch action {
         case .pageLoaded(let page):
             effects += load(page)
+        case .jumped(let page, let focus):
+            effects += jump(to: page)
+            rebuild()
+            scrollOffset = offsetCentering(focus)
         case .liveMessage(let message):
             guard belongs(message) else { break }
-            store(message)
+            // A detached window does not hold what is newer than its newest
+            // row; the message comes with the pages that reach it.
+            if isAttached || isInWindow(message.seq) { store(message) }
             lastSeq = max(lastSeq, message.seq)
             versions.sawLive(message.version)
         case .messageUpdated(let message):
@@ -127,9 +150,12 @@ public struct Timeline: Sendable, Equatable {
             guard !isRemoved, !pending.contains(where: { $0.clientId == send.clientId }) else { break }
             pending.append(TimelineItem(id: .local(clientId: send.clientId), state: .sending(send)))
         case .sendAcknowledged(let clientID, let message):
+            lastSeq = max(lastSeq, message.seq)
+            // In a window detached from the live edge, the echo stays until
+            // the pages that reach the message bring it.
+            guard isAttached || isInWindow(message.seq) else { break }
             resolveEcho(clientID, sender: nil, seq: message.seq)
             store(message)
-            lastSeq = max(lastSeq, message.seq)
         case .sendFailed(let clientID, let reason):
             if let index = pending.firstIndex(where: { $0.clientId == clientID }),
                 case .sending(let send) = pending[index].state
@@ -166,10 +192,15 @@ public struct Timeline: Sendable, Equatable {
             if height.isFinite, height >= 0 { settings.viewportHeight = height }
         }
         rebuild()
-        let isScroll: Bool = if case .scrolled = action { true } else { false }
-        if !isScroll { scrollOffset = offsetKeeping(anchor) }
+        let keepsOffset: Bool =
+            switch action {
+            case .scrolled, .jumped: true
+            default: false
+            }
+        if !keepsOffset { scrollOffset = offsetKeeping(anchor) }
         effects += gapRequests()
         effects += olderRequest()
+        effects += newerRequest()
         return TimelineUpdate(diff: Self.diff(from: before, to: items, after: action), scrollOffset: scrollOffset, effects: effects)
     }
 
@@ -179,9 +210,11 @@ public struct Timeline: Sendable, Equatable {
         message.conversationId == conversationId
     }
 
+    /// Whether a message belongs in the window: inside it, or newer than
+    /// its newest row while it follows the live edge.
     private func isInWindow(_ seq: Int64) -> Bool {
         guard let range = seqRange else { return false }
-        return range.contains(seq) || (seq > range.upperBound)
+        return range.contains(seq) || (isAttached && seq > range.upperBound)
     }
 
     /// Keeps the newer state of a message seen twice. The live message of
@@ -222,7 +255,7 @@ public struct Timeline: Sendable, Equatable {
         let pageMessages = page.messages.filter(belongs)
         let pageSeqs = Set(pageMessages.map(\.seq))
         let outside = stored.keys.filter { !pageSeqs.contains($0) }
-        let oldestBefore = stored.keys.min()
+        let (oldestBefore, newestBefore) = (stored.keys.min(), stored.keys.max())
         for message in pageMessages { store(message) }
         lastSeq = max(lastSeq, page.lastSeq)
         let pageOldest = pageSeqs.min()
@@ -233,6 +266,14 @@ public struct Timeline: Sendable, Equatable {
             // An empty older page: nothing older.
             hasOlder = false
             olderRequested = nil
+        }
+        let answersNewer = newerRequested.map { pageSeqs.isEmpty || (pageSeqs.max() ?? 0) > $0 } ?? false
+        if answersNewer { newerRequested = nil }
+        // A page that reaches the newest message joins the live edge.
+        if !isAttached, !page.hasNewer,
+            pageSeqs.isEmpty ? answersNewer : (pageSeqs.max() ?? 0) >= (newestBefore ?? 0)
+        {
+            isAttached = true
         }
         if pageMessages.isEmpty, !isLoaded { hasOlder = false }
         for after in gapsRequested where stored[after + 1] != nil { gapsRequested.remove(after) }
@@ -247,6 +288,36 @@ public struct Timeline: Sendable, Equatable {
         return effects
     }
 
+    /// Replaces the window with `page`: what was held goes (local echoes
+    /// stay), and the page's rows are current as of its version.
+    private mutating func jump(to page: MessagePage) -> [TimelineEffect] {
+        stored = [:]
+        localIDs = [:]
+        olderRequested = nil
+        newerRequested = nil
+        gapsRequested = []
+        isLoaded = false
+        isAttached = true
+        hasOlder = false
+        var page = page
+        page.messages = page.messages.filter(belongs)
+        let effects = load(page)
+        isAttached = !page.hasNewer
+        return effects
+    }
+
+    /// The scroll offset that puts row `focus` in the middle of the
+    /// viewport (as far as the content allows); 0 (the bottom) for nil or a
+    /// row not held.
+    private func offsetCentering(_ focus: Int64?) -> Double {
+        guard let focus, let layout = try? ChatLayout(layoutInput(scrollOffset: nil)),
+            let index = items.firstIndex(where: { $0.seq == focus })
+        else { return 0 }
+        let frame = layout.items[index]
+        let centered = frame.offsetFromBottom + frame.height / 2 - settings.viewportHeight / 2
+        return min(max(centered, 0), layout.maxScrollOffset)
+    }
+
     private mutating func requestCatchUp() -> [TimelineEffect] {
         guard !catchUpRequested, !isRemoved else { return [] }
         catchUpRequested = true
@@ -259,7 +330,7 @@ public struct Timeline: Sendable, Equatable {
         guard !isRemoved, let newest = stored.keys.max() else { return [] }
         var effects: [TimelineEffect] = []
         var missing = gaps
-        if lastSeq > newest { missing.append((newest + 1)...lastSeq) }
+        if isAttached, lastSeq > newest { missing.append((newest + 1)...lastSeq) }
         for gap in missing where !gapsRequested.contains(gap.lowerBound - 1) {
             gapsRequested.insert(gap.lowerBound - 1)
             effects.append(.fillGap(after: gap.lowerBound - 1, through: gap.upperBound))
@@ -274,6 +345,16 @@ public struct Timeline: Sendable, Equatable {
         else { return [] }
         olderRequested = oldest
         return [.loadOlder(before: oldest)]
+    }
+
+    /// Newer history when the reader nears the bottom of a window detached
+    /// from the live edge.
+    private mutating func newerRequest() -> [TimelineEffect] {
+        guard !isRemoved, !isAttached, newerRequested == nil, let newest = stored.keys.max(), let layout,
+            scrollOffset <= settings.prefetchThreshold || !layout.isScrollable
+        else { return [] }
+        newerRequested = newest
+        return [.loadNewer(after: newest)]
     }
 
     private mutating func rebuild() {
@@ -298,7 +379,10 @@ public struct Timeline: Sendable, Equatable {
     /// (`scrollPosition(id:anchor:)`). Nil when the reader is at the bottom
     /// (pinned: new rows push history up).
     public var anchor: TimelineAnchor? {
-        guard scrollOffset > 0, let layout else { return nil }
+        // At the bottom of a window that follows the live edge, the reader
+        // is pinned (new rows push history up); at the bottom of a detached
+        // one, the bottom row stays put as newer pages load below it.
+        guard scrollOffset > 0 || !isAttached, let layout else { return nil }
         guard let index = layout.items.firstIndex(where: { $0.topEdgeFromBottom > scrollOffset }) ?? layout.items.indices.last
         else { return nil }
         return TimelineAnchor(id: items[index].id, distanceFromBottom: layout.items[index].offsetFromBottom - scrollOffset)

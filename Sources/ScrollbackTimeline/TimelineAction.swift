@@ -7,6 +7,12 @@ import ScrollbackModels
 public enum TimelineAction: Sendable, Equatable {
     /// A page of history arrived (newest, older, newer or around: any page).
     case pageLoaded(MessagePage)
+    /// The window moves to a page (around a message, or the newest): what
+    /// was loaded goes, the page's messages replace it, and the reader is
+    /// put at `focus` (its row in the middle of the viewport; nil: at the
+    /// bottom). A page that has newer messages beyond it leaves the window
+    /// detached from the live edge until a newer page reaches it.
+    case jumped(MessagePage, focus: Int64?)
     /// A `message` frame of the live stream.
     case liveMessage(Message)
     /// A `message_updated` frame: an edit or a deletion.
@@ -41,6 +47,9 @@ public enum TimelineAction: Sendable, Equatable {
 public enum TimelineEffect: Sendable, Equatable {
     /// Fetch the page older than `before` (`GET .../messages?before=`).
     case loadOlder(before: Int64)
+    /// Fetch the page newer than `after` (`GET .../messages?after=`), in a
+    /// window detached from the live edge as the reader nears its bottom.
+    case loadNewer(after: Int64)
     /// Fetch the messages after `after` up to `through` (a gap in the window:
     /// `GET .../messages?after=`), in as many pages as it takes.
     case fillGap(after: Int64, through: Int64)

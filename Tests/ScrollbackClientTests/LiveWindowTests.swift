@@ -182,7 +182,7 @@ struct SimulatedWindow: SimulatedClient {
                     MessagePage(
                         messages: Array(history.messages.filter { $0.seq < before }.suffix(20).reversed()),
                         hasOlder: before > 21, hasNewer: true, lastSeq: history.lastSeq, version: history.version))
-            case .fillGap(let after, _): .pageLoaded(history.page(after: after, limit: 20))
+            case .loadNewer(let after), .fillGap(let after, _): .pageLoaded(history.page(after: after, limit: 20))
             case .catchUp(let since): .changesApplied(history.changes(since: since, limit: 50))
             }
         window.apply(action)

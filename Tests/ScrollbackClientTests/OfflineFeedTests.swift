@@ -366,3 +366,58 @@ extension Result where Failure == ScrollbackError {
         }
     }
 }
+
+/// The conversation list on the offline store: shown from disk at once
+/// with the server away, then corrected by the first pass over the list
+/// when it is back (a conversation bob was removed from meanwhile goes, the
+/// unread counts are the server's).
+@Suite struct OfflineInboxTests {
+    @Test func theInboxOpensFromTheStoreAndIsCorrectedWhenTheServerIsBack() async throws {
+        try await OfflineFeedTests.run(messages: 2) { setup in
+            let (cluster, alice) = (setup.cluster, setup.alice)
+            let second = try await cluster.conversation("alice", members: ["bob"])
+            let third = try await cluster.conversation("alice", members: ["bob"])
+            try await cluster.send(1, to: second, as: "alice")
+            try await cluster.send(3, to: third, as: "alice")
+            let bob = OfflineFeedTests.client(cluster, "bob", port: setup.proxy.port)
+
+            let first = InboxFeed(client: bob, storage: try OfflineStore(path: setup.path))
+            first.start()
+            try await until("the first inbox live with three conversations") {
+                first.inbox.isLive && first.inbox.conversations.count == 3
+            }
+            let seen = first.inbox.conversations
+            first.stop()
+
+            setup.serverAway(true)
+            let reopened = InboxFeed(client: bob, storage: try OfflineStore(path: setup.path))
+            defer { reopened.stop() }
+            reopened.start()
+            // (Compared by what a row shows: a date read back from disk may
+            // differ from the server's in its last bit.)
+            func shown(_ rows: [Conversation]) -> [String] {
+                rows.map { "\($0.id) \($0.lastSeq) \($0.unreadCount) \($0.lastMessage?.body ?? "")" }
+            }
+            #expect(shown(reopened.inbox.conversations) == shown(seen), "the rows from disk, before any answer")
+            #expect(reopened.inbox.unreadCount == 6)
+
+            // While bob is away: a message in the second, bob removed from the third.
+            _ = try await alice.send("while away", to: second)
+            try await alice.removeMember("bob", from: third)
+            try await Task.sleep(for: .seconds(1))
+            #expect(reopened.inbox.conversations.map(\.id) == seen.map(\.id), "nothing changes while away")
+
+            setup.serverAway(false)
+            let direct = ConversationFeedTests.client(cluster, "bob", baseURL: cluster.instances[0].baseURL)
+            try await until("the list equal to the server's") {
+                let fresh = try await direct.conversations().conversations
+                let shown = reopened.inbox
+                return shown.isLive && shown.conversations.map(\.id) == fresh.map(\.id)
+                    && shown.conversations.map(\.unreadCount) == fresh.map(\.unreadCount)
+            }
+            #expect(!reopened.inbox.conversations.contains { $0.id == third })
+            #expect(reopened.inbox.unreadCount == 4)
+            #expect(try OfflineStore(path: setup.path).inboxRows().map(\.id) == reopened.inbox.conversations.map(\.id))
+        }
+    }
+}

@@ -42,6 +42,16 @@ struct History {
             lastSeq: Int64(messages.count), version: version)
     }
 
+    /// `?around=`: the message, the older half of the limit and the newer rest.
+    func page(around seq: Int64, limit: Int) -> MessagePage {
+        let older = messages.filter { $0.seq < seq }.sorted { $0.seq > $1.seq }.prefix(limit / 2)
+        let newer = messages.filter { $0.seq >= seq }.sorted { $0.seq < $1.seq }
+        let rows = Array(newer.prefix(limit - older.count).reversed()) + older
+        return MessagePage(
+            messages: rows, hasOlder: Int64(older.count) < seq - 1, hasNewer: newer.count > limit - older.count,
+            lastSeq: Int64(messages.count), version: version)
+    }
+
     /// `GET .../changes?since_version=`.
     func changes(since: Int64) -> ChangeSet {
         ChangeSet(messages: messages.filter { $0.version > since }.sorted { $0.version < $1.version }, hasMore: false, version: version)
@@ -349,7 +359,7 @@ struct History {
     static func answer(_ effect: TimelineEffect, from history: History) -> TimelineAction {
         switch effect {
         case .loadOlder(let before): .pageLoaded(history.page(before: before, limit: 20))
-        case .fillGap(let after, _): .pageLoaded(history.page(after: after, limit: 20))
+        case .loadNewer(let after), .fillGap(let after, _): .pageLoaded(history.page(after: after, limit: 20))
         case .catchUp(let since): .changesApplied(history.changes(since: since))
         }
     }

@@ -20,6 +20,13 @@ public final class ConversationModel {
     public private(set) var connection: ConversationFeed.Connection = .idle
     /// An older page is being fetched (a spinner above the oldest row).
     public private(set) var isLoadingOlder = false
+    /// A newer page is being fetched (a spinner below the newest row of a
+    /// window away from the newest messages).
+    public private(set) var isLoadingNewer = false
+    /// Newer messages exist below the newest row: the window was moved to
+    /// an older message (`jump(to:)`) and has not reached the newest yet (a
+    /// "jump to latest" button).
+    public private(set) var hasNewer = false
     /// The padding below the rows that keeps a short conversation at the
     /// top of the screen while its newest message anchors the bottom.
     public private(set) var bottomPadding: Double = 0
@@ -55,8 +62,8 @@ public final class ConversationModel {
         show(feed.state, TimelineUpdate(scrollOffset: feed.state.timeline.scrollOffset))
     }
 
-    /// Starts the feed and follows it. Once only; `stop()` ends both.
-    public func start() {
+    /// Starts the feed at `opening` and follows it. Once only; `stop()` ends both.
+    public func start(at opening: ConversationFeed.Opening = .newest) {
         guard reading == nil else { return }
         let (updates, client, id) = (feed.updates, feed.client, feed.conversationId)
         reading = Task { [weak self] in
@@ -70,7 +77,7 @@ public final class ConversationModel {
                 self.show(state, update)
             }
         }
-        feed.start()
+        feed.start(at: opening)
     }
 
     public func stop() {
@@ -97,6 +104,9 @@ public final class ConversationModel {
         if items != timeline.items { items = timeline.items }
         if connection != state.connection { connection = state.connection }
         if isLoadingOlder != state.isLoadingOlder { isLoadingOlder = state.isLoadingOlder }
+        if isLoadingNewer != state.isLoadingNewer { isLoadingNewer = state.isLoadingNewer }
+        if hasNewer != timeline.hasNewer { hasNewer = timeline.hasNewer }
+        if firstUnreadSeq == nil, let first = state.firstUnreadSeq { firstUnreadSeq = first }
         let layout = timeline.layout
         let padding = layout?.bottomPadding ?? 0
         if bottomPadding != padding { bottomPadding = padding }
@@ -146,6 +156,14 @@ public final class ConversationModel {
     }
 
     public func loadOlder() { feed.loadOlder() }
+
+    public func loadNewer() { feed.loadNewer() }
+
+    /// Moves the window to message `seq`, its row in the middle of the screen.
+    public func jump(to seq: Int64) { feed.jump(to: seq) }
+
+    /// Moves the window back to the newest message.
+    public func jumpToLatest() { feed.jumpToLatest() }
 
     /// Moves the read marker to the newest loaded message.
     public func markRead() {
