@@ -722,6 +722,53 @@ public final class ConversationFeed: Sendable {
         return marker
     }
 
+    /// Edits this user's message `seq`, through the outbox: after the sends
+    /// written before it, kept across restarts, sent again until the server
+    /// answers. Returns the message as edited; throws a refusal (not the
+    /// sender, a deleted message) or `cancelled` when the feed stops first.
+    @discardableResult
+    public func edit(_ seq: Int64, body: String) async throws(ScrollbackError) -> Message {
+        try await queue(.edit(seq: seq, body: body)).outcome().message
+    }
+
+    /// Deletes message `seq`, through the outbox (see `edit`). A deletion
+    /// sent again (its answer was lost) finds the message deleted: done.
+    @discardableResult
+    public func delete(_ seq: Int64) async throws(ScrollbackError) -> Message {
+        try await queue(.delete(seq: seq)).outcome().message
+    }
+
+    /// Adds this user's `emoji` reaction to message `seq`, through the outbox.
+    @discardableResult
+    public func react(_ emoji: String, to seq: Int64) async throws(ScrollbackError) -> Message {
+        try await queue(.react(seq: seq, emoji: emoji)).outcome().message
+    }
+
+    /// Removes this user's `emoji` reaction from message `seq`, through the outbox.
+    @discardableResult
+    public func unreact(_ emoji: String, from seq: Int64) async throws(ScrollbackError) -> Message {
+        try await queue(.unreact(seq: seq, emoji: emoji)).outcome().message
+    }
+
+    /// Adds a change of a stored message to the outbox.
+    func queue(_ change: MessageChange) -> SendPromise {
+        core.withLockedValue { core in
+            let entry = OutboxEntry(
+                conversationId: conversationId, clientId: UUID().uuidString.lowercased(), sender: userId, body: "",
+                change: change)
+            let promise = promise(for: entry.clientId, in: &core)
+            guard !core.isStopped else {
+                promise.settle(.failure(.cancelled))
+                return promise
+            }
+            write(in: &core) { try $0.put(entry) }
+            core.state.outbox.append(entry)
+            pumpOutbox(in: &core)
+            publishQuiet(in: &core)
+            return promise
+        }
+    }
+
     /// Adds a send to the outbox (written to the storage before anything
     /// is sent) and shows its echo.
     func begin(_ body: String, attachments: [Attachment], clientId: String?) -> SendPromise {
@@ -783,23 +830,56 @@ public final class ConversationFeed: Sendable {
         let (client, id) = (self.client, conversationId)
         spawn(in: &core) { [weak self] in
             let answer = await Self.untilAnswered(client) { () async throws(ScrollbackError) in
-                try await client.send(
-                    entry.body, to: id, clientId: entry.clientId, attachments: entry.attachments.map(\.id))
+                try await Self.perform(entry, client, id)
             }
-            self?.sent(entry.clientId, answer)
+            self?.sent(entry, answer)
         }
     }
 
+    /// Sends an entry of the outbox once.
+    static func perform(_ entry: OutboxEntry, _ client: ScrollbackClient, _ id: UUID)
+        async throws(ScrollbackError) -> ScrollbackClient.SendResult
+    {
+        let message: Message
+        switch entry.change {
+        case nil:
+            return try await client.send(
+                entry.body, to: id, clientId: entry.clientId, attachments: entry.attachments.map(\.id))
+        case .edit(let seq, let body):
+            message = try await client.edit(seq, in: id, body: body)
+        case .delete(let seq):
+            // A message deleted already is answered as it is: a deletion
+            // sent again after a lost answer is done.
+            message = try await client.delete(seq, in: id)
+        case .react(let seq, let emoji):
+            message = try await client.react(emoji, to: seq, in: id)
+        case .unreact(let seq, let emoji):
+            message = try await client.unreact(emoji, from: seq, in: id)
+        }
+        return ScrollbackClient.SendResult(message: message, replayed: false)
+    }
+
     /// A send of the outbox answered: stored, or refused.
-    private func sent(_ clientId: String, _ answer: Result<ScrollbackClient.SendResult, ScrollbackError>?) {
+    private func sent(_ entry: OutboxEntry, _ answer: Result<ScrollbackClient.SendResult, ScrollbackError>?) {
+        let clientId = entry.clientId
         let promise = core.withLockedValue { core -> SendPromise? in
             guard core.inFlight == clientId else { return nil }
             core.inFlight = nil
             guard let answer, !core.isStopped else { return nil }
             switch answer {
-            case .success(let sent):
+            case .success(let sent) where entry.change == nil:
                 // Saving the message takes the entry out of the outbox, in one write.
                 apply(.sendAcknowledged(clientId: clientId, message: sent.message), in: &core)
+            case .success(let changed):
+                core.state.outbox.removeAll { $0.clientId == clientId }
+                write(in: &core) { try $0.removeOutboxEntry(clientId: clientId, in: self.conversationId) }
+                // The message as changed, when the window holds it (its live
+                // frame brings it too); the window's version is not moved.
+                if core.state.timeline.seqRange?.contains(changed.message.seq) == true {
+                    apply(.sendAcknowledged(clientId: clientId, message: changed.message), in: &core)
+                } else {
+                    publishQuiet(in: &core)
+                }
             case .failure(let error):
                 if let index = core.state.outbox.firstIndex(where: { $0.clientId == clientId }) {
                     core.state.outbox[index].failure = error.localizedDescription
@@ -856,6 +936,8 @@ public final class ConversationFeed: Sendable {
             }
             guard !core.state.outbox.contains(where: { $0.clientId == entry.clientId }) else { continue }
             core.state.outbox.append(entry)
+            // A change of a stored message has no row of its own.
+            guard entry.change == nil else { continue }
             apply(.sendStarted(entry.send), in: &core)
             if let reason = entry.failure { apply(.sendFailed(clientId: entry.clientId, reason: reason), in: &core) }
         }

@@ -115,14 +115,32 @@ public struct WindowChanges: Sendable, Equatable {
     }
 }
 
-/// A send waiting in a feed's outbox: written before it is sent, sent with
-/// its client id (so a send repeated after a lost answer or a restart is
-/// stored once), removed when the server has stored it.
+/// A change of a message already stored, waiting in a feed's outbox
+/// behind the sends written before it. Each is harmless to repeat: an edit
+/// to the same body, a deletion of a message deleted already, a reaction
+/// added or removed twice.
+public enum MessageChange: Codable, Sendable, Equatable {
+    case edit(seq: Int64, body: String)
+    case delete(seq: Int64)
+    case react(seq: Int64, emoji: String)
+    case unreact(seq: Int64, emoji: String)
+
+    /// The message it changes.
+    public var seq: Int64 {
+        switch self {
+        case .edit(let seq, _), .delete(let seq), .react(let seq, _), .unreact(let seq, _): seq
+        }
+    }
+}
+
+/// A send (or a change of a message) waiting in a feed's outbox: written
+/// before it is sent, sent with its client id (so a send repeated after a
+/// lost answer or a restart is stored once), removed when the server has it.
 public struct OutboxEntry: Codable, Sendable, Equatable {
     enum CodingKeys: String, CodingKey {
         case conversationId = "conversation_id"
         case clientId = "client_id"
-        case sender, body, attachments, failure
+        case sender, body, attachments, failure, change
     }
 
     public var conversationId: UUID
@@ -133,10 +151,13 @@ public struct OutboxEntry: Codable, Sendable, Equatable {
     /// Why the server refused it (it waits for `retry` or `discard`); nil
     /// while it waits to be sent.
     public var failure: String?
+    /// A change of a stored message instead of a send (`body` and
+    /// `attachments` are then empty).
+    public var change: MessageChange?
 
     public init(
         conversationId: UUID, clientId: String, sender: String, body: String, attachments: [Attachment] = [],
-        failure: String? = nil
+        failure: String? = nil, change: MessageChange? = nil
     ) {
         self.conversationId = conversationId
         self.clientId = clientId
@@ -144,6 +165,7 @@ public struct OutboxEntry: Codable, Sendable, Equatable {
         self.body = body
         self.attachments = attachments
         self.failure = failure
+        self.change = change
     }
 
     init(_ send: PendingSend, in conversation: UUID) {

@@ -69,6 +69,10 @@ import Testing
             try await until("the send stored") {
                 await MainActor.run { model.items.first?.message?.body == "from the model" && model.outbox.isEmpty }
             }
+            await model.edit(6, body: "edited from the model")
+            try await until("the edit shown") {
+                await MainActor.run { model.items.first?.message?.body == "edited from the model" }
+            }
             _ = try await alice.send("from alice", to: id)
             try await until("alice's message") { await MainActor.run { model.items.first?.message?.body == "from alice" } }
             #expect(await model.firstUnreadSeq == 4, "the divider stays where the screen opened")

@@ -20,13 +20,22 @@ import Testing
     /// A port nothing listens on: a connection to it is refused at once.
     static let nowhere = 1
 
-    static func client(_ cluster: LiveCluster, _ user: String, port: Int, exchanges: NIOLockedValueBox<[String]>? = nil)
-        -> ScrollbackClient
+    static func client(
+        _ cluster: LiveCluster, _ user: String, port: Int, exchanges: NIOLockedValueBox<[String]>? = nil,
+        answers: NIOLockedValueBox<[String]>? = nil
+    ) -> ScrollbackClient
     {
         var client = ConversationFeedTests.client(cluster, user, baseURL: "http://127.0.0.1:\(port)")
         if let exchanges {
                 client.onExchange = { exchange in
                 exchanges.withLockedValue { $0.append("\(exchange.method) \(exchange.path)") }
+            }
+        }
+        if let answers {
+            let previous = client.onExchange
+            client.onExchange = { exchange in
+                previous?(exchange)
+                answers.withLockedValue { $0.append("\(exchange.method) \(exchange.path) \(exchange.status.map(String.init) ?? "no answer")") }
             }
         }
         return client
@@ -46,10 +55,12 @@ import Testing
         /// a restart of the app), through the proxy.
         func bobsFeed(
             pageSize: Int = 50, settings: TimelineLayoutSettings = OfflineFeedTests.settings(),
-            storedMessageLimit: Int = 1_000, exchanges: NIOLockedValueBox<[String]>? = nil
+            storedMessageLimit: Int = 1_000, exchanges: NIOLockedValueBox<[String]>? = nil,
+            answers: NIOLockedValueBox<[String]>? = nil
         ) throws -> ConversationFeed {
             ConversationFeed(
-                client: OfflineFeedTests.client(cluster, "bob", port: proxy.port, exchanges: exchanges), conversation: id,
+                client: OfflineFeedTests.client(cluster, "bob", port: proxy.port, exchanges: exchanges, answers: answers),
+                conversation: id,
                 userId: "bob", pageSize: pageSize, settings: settings, storage: try OfflineStore(path: path),
                 storedMessageLimit: storedMessageLimit)
         }
@@ -419,5 +430,64 @@ extension Result where Failure == ScrollbackError {
             #expect(reopened.inbox.unreadCount == 4)
             #expect(try OfflineStore(path: setup.path).inboxRows().map(\.id) == reopened.inbox.conversations.map(\.id))
         }
+    }
+}
+
+/// Edits, deletions and reactions go through the same outbox as sends:
+/// written offline, kept across a restart, sent in order when the server
+/// is back; a deletion whose answer was lost, sent again, is done.
+@Suite struct OfflineChangeTests {
+    @Test func changesWrittenOfflineSurviveARestartAndApplyInOrder() async throws {
+        try await OfflineFeedTests.run(messages: 0) { setup in
+            let (alice, id, proxy) = (setup.alice, setup.id, setup.proxy)
+            let first = try setup.bobsFeed()
+            first.start()
+            try await until("the first feed live") { first.state.connection == .live }
+            for n in 1...4 { _ = try await first.send("bob \(n)") }
+
+            setup.serverAway(true)
+            // Written in this order, while the server is away.
+            first.send("bob 5", clientId: "bob-5") { _ in }
+            let changes = Task {
+                async let edited = Result(catching: { () async throws(ScrollbackError) in try await first.edit(1, body: "bob 1, edited") })
+                async let deleted = Result(catching: { () async throws(ScrollbackError) in try await first.delete(2) })
+                async let reacted = Result(catching: { () async throws(ScrollbackError) in try await first.react("👍", to: 3) })
+                return await [edited, deleted, reacted]
+            }
+            try await until("four entries waiting") { first.state.outbox.count == 4 }
+            first.stop()
+            #expect(await changes.value.allSatisfy { $0.failure == .cancelled })
+
+            let waiting = try OfflineStore(path: setup.path).outbox(of: id)
+            #expect(waiting.map(\.change) == [nil, .edit(seq: 1, body: "bob 1, edited"), .delete(seq: 2), .react(seq: 3, emoji: "👍")])
+
+            // Back, with the answer to the deletion lost: it is sent again, and done.
+            setup.serverAway(false)
+            proxy.loseNextAnswer(to: "DELETE /v1/conversations/\(id.uuidString.lowercased())/messages/2 ")
+            let answers = NIOLockedValueBox<[String]>([])
+            let second = try setup.bobsFeed(answers: answers)
+            defer { second.stop() }
+            second.start()
+            try await until("the outbox empty") { second.state.outbox.isEmpty && second.state.connection == .live }
+            let deletions = answers.withLockedValue { $0 }.filter { $0.hasPrefix("DELETE") }
+            // The first one reached the server, its answer lost; the second
+            // finds the message deleted and answers it as it is.
+            #expect(deletions.count == 2 && deletions[0].hasSuffix("no answer") && deletions[1].hasSuffix(" 200"), "\(deletions)")
+            let stored = try await alice.page(of: id).messages.sorted { $0.seq < $1.seq }
+            #expect(stored.map(\.body) == ["bob 1, edited", "", "bob 3", "bob 4", "bob 5"])
+            #expect(stored[1].deleted)
+            #expect(stored[2].reactions.map(\.emoji) == ["👍"])
+            try await until("the window shows them") {
+                let shown = second.state.timeline.messages
+                return shown.first { $0.seq == 1 }?.body == "bob 1, edited" && shown.first { $0.seq == 2 }?.deleted == true
+                    && shown.first { $0.seq == 3 }?.reactions.count == 1
+            }
+        }
+    }
+}
+
+extension Result {
+    var failure: Failure? {
+        if case .failure(let failure) = self { failure } else { nil }
     }
 }

@@ -146,6 +146,28 @@ public final class ConversationModel {
         }
     }
 
+    /// Edits, deletes or reacts to a message, through the feed's outbox
+    /// (after the sends before it, kept when offline).
+    public func edit(_ seq: Int64, body: String) { run { feed throws(ScrollbackError) in try await feed.edit(seq, body: body) } }
+
+    public func delete(_ seq: Int64) { run { feed throws(ScrollbackError) in try await feed.delete(seq) } }
+
+    public func react(_ emoji: String, to seq: Int64) { run { feed throws(ScrollbackError) in try await feed.react(emoji, to: seq) } }
+
+    public func unreact(_ emoji: String, from seq: Int64) { run { feed throws(ScrollbackError) in try await feed.unreact(emoji, from: seq) } }
+
+    /// Runs a call of the feed, keeping its refusal in `lastError`.
+    private func run(_ call: @escaping @Sendable (ConversationFeed) async throws(ScrollbackError) -> Message) {
+        let feed = self.feed
+        Task { [weak self] in
+            do throws(ScrollbackError) {
+                _ = try await call(feed)
+            } catch {
+                if error != .cancelled { self?.lastError = error }
+            }
+        }
+    }
+
     /// Gives up a refused send: its row goes.
     public func discard(_ clientId: String) {
         do throws(ScrollbackError) {
