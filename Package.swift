@@ -17,6 +17,15 @@ let package = Package(
         .executable(name: "scrollback", targets: ["scrollback"]),
         .executable(name: "scrollback-load", targets: ["scrollback-load"]),
     ],
+    // The service, its tools and benchmarks need the packages their
+    // dependencies name under this trait; the kit's products do not. An app
+    // that depends on the kit only turns the default off
+    // (`.package(url: ..., from: ..., traits: [])`) and resolves none of
+    // them: hummingbird, postgres-nio, jwt-kit, swift-prometheus and the rest.
+    traits: [
+        .default(enabledTraits: ["Service"]),
+        .trait(name: "Service", description: "The server, the store, the command-line tools and the benchmarks."),
+    ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
@@ -76,11 +85,11 @@ let package = Package(
             name: "ScrollbackStore",
             dependencies: [
                 "ScrollbackModels",
-                .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Metrics", package: "swift-metrics", condition: .when(traits: ["Service"])),
+                .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["Service"])),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: ["Service"])),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -101,20 +110,20 @@ let package = Package(
                 "ScrollbackStore",
                 // The object store's calls, when uploads live in one.
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HummingbirdCore", package: "hummingbird"),
-                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
-                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Crypto", package: "swift-crypto", condition: .when(traits: ["Service"])),
+                .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["Service"])),
+                .product(name: "HummingbirdCore", package: "hummingbird", condition: .when(traits: ["Service"])),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket", condition: .when(traits: ["Service"])),
+                .product(name: "JWTKit", package: "jwt-kit", condition: .when(traits: ["Service"])),
                 // The HTTP parts the slow-client guard's observer sees.
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Metrics", package: "swift-metrics", condition: .when(traits: ["Service"])),
+                .product(name: "Prometheus", package: "swift-prometheus", condition: .when(traits: ["Service"])),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: ["Service"])),
             ],
             plugins: ["EmbedResources"]
         ),
@@ -126,7 +135,7 @@ let package = Package(
                 "ScrollbackClient",
                 "ScrollbackTimeline",
                 "ScrollbackEmbeddedPostgres",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser", condition: .when(traits: ["Service"])),
             ]
         ),
         // Attachment bytes in an S3-compatible object store: AWS Signature V4
@@ -136,7 +145,7 @@ let package = Package(
             name: "ScrollbackObjectStorage",
             dependencies: [
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Crypto", package: "swift-crypto", condition: .when(traits: ["Service"])),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -146,7 +155,7 @@ let package = Package(
         // memory: what the benchmark and the load test measure with.
         .target(
             name: "ScrollbackMeasure",
-            dependencies: [.product(name: "Histogram", package: "hdrhistogram-swift")]
+            dependencies: [.product(name: "Histogram", package: "hdrhistogram-swift", condition: .when(traits: ["Service"]))]
         ),
         // Benchmarks print figures; they are not tests.
         .executableTarget(
@@ -156,9 +165,9 @@ let package = Package(
                 "ScrollbackMeasure",
                 // Only for the hot statements' SQL, which pgbench runs as the baseline.
                 "ScrollbackStore",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser", condition: .when(traits: ["Service"])),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "Histogram", package: "hdrhistogram-swift"),
+                .product(name: "Histogram", package: "hdrhistogram-swift", condition: .when(traits: ["Service"])),
                 .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
@@ -170,11 +179,11 @@ let package = Package(
                 "ScrollbackClient",
                 "ScrollbackModels",
                 "ScrollbackMeasure",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser", condition: .when(traits: ["Service"])),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "Histogram", package: "hdrhistogram-swift"),
+                .product(name: "Histogram", package: "hdrhistogram-swift", condition: .when(traits: ["Service"])),
                 // Signs the users' tokens, as the integrating app's backend would.
-                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "JWTKit", package: "jwt-kit", condition: .when(traits: ["Service"])),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
             ]
@@ -195,8 +204,8 @@ let package = Package(
                 "ScrollbackEmbeddedPostgres",
                 "ScrollbackModels",
                 "ScrollbackObjectStorage",
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["Service"])),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: ["Service"])),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -282,13 +291,13 @@ let package = Package(
                 "ScrollbackServer",
                 "ScrollbackTestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Crypto", package: "swift-crypto", condition: .when(traits: ["Service"])),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
-                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "JWTKit", package: "jwt-kit", condition: .when(traits: ["Service"])),
                 .product(name: "WSClient", package: "swift-websocket"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: ["Service"])),
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]
         ),
