@@ -4,6 +4,10 @@ import NIOConcurrencyHelpers
 import ScrollbackModels
 import WSClient
 
+#if canImport(Network)
+import Network
+#endif
+
 /// The one live socket of a `ScrollbackClient` (and of its copies), shared
 /// by every live stream, conversation feed and inbox feed: it performs what
 /// `SocketRouting` decides, and hands each subscriber what happened as the
@@ -145,9 +149,7 @@ final class LiveSocket: Sendable {
     private func run(token: String) async {
         let (report, outgoing) = (self.report, self.outgoing)
         do {
-            let close = try await WebSocketClient.connect(
-                url: url, configuration: ScrollbackClient.socketConfiguration, logger: ScrollbackClient.socketLogger
-            ) { inbound, outbound, _ in
+            let close = try await Self.connect(url) { inbound, outbound, _ in
                 guard self.upgraded() else { return }
                 // The token goes in the first frame rather than the
                 // upgrade's header: a refusal then comes after the client
@@ -173,6 +175,25 @@ final class LiveSocket: Sendable {
         } catch {
             await report(.failed(reason: "\(error)"))
         }
+    }
+
+    /// Connects and runs `handler`: on Apple platforms over Network.framework
+    /// (SwiftNIO's transport services, as the HTTP client's calls there),
+    /// elsewhere over POSIX sockets.
+    private static func connect(
+        _ url: String, handler: @escaping WebSocketDataHandler<WebSocketClient.Context>
+    ) async throws -> WebSocketCloseFrame? {
+        #if canImport(Network)
+        try await WebSocketClient(
+            url: url, configuration: ScrollbackClient.socketConfiguration,
+            transportServicesTLSOptions: .options(NWProtocolTLS.Options()), logger: ScrollbackClient.socketLogger,
+            handler: handler
+        ).run()
+        #else
+        try await WebSocketClient.connect(
+            url: url, configuration: ScrollbackClient.socketConfiguration, logger: ScrollbackClient.socketLogger,
+            handler: handler)
+        #endif
     }
 
     private static func text(of frame: ClientFrame) -> String {

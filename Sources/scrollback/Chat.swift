@@ -46,7 +46,9 @@ struct Chat: AsyncParsableCommand {
         let secret = try Startup.configuration().jwtSecret ?? ""
         let authority = try await TokenAuthority(secret: secret)
         let user = self.user
-        let client = ScrollbackClient(baseURL: server) { try await authority.token(for: user, ttl: 3600) }
+        var client = ScrollbackClient(baseURL: server) { try await authority.token(for: user, ttl: 3600) }
+        // A terminal has no main queue to wait for: answers print where they arrive.
+        client.completionQueue = nil
         let session = ChatSession(client: client, user: user)
         if let conversation, let id = UUID(uuidString: conversation) {
             await session.open(id)
@@ -203,10 +205,22 @@ actor ChatSession {
     }
 
     private func closeConversation() {
-        feed?.stop()
+        if let feed { Task { await Self.stop(feed) } }
         feedPrinter?.cancel()
         feed = nil
         feedPrinter = nil
+    }
+
+    /// Stops a feed once its outbox has sent what was typed (for at most
+    /// 30 s: what is still waiting then is said and given up).
+    static func stop(_ feed: ConversationFeed) async {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while feed.state.outbox.contains(where: { $0.failure == nil }), ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+        let waiting = feed.state.outbox.filter { $0.failure == nil }.count
+        if waiting > 0 { Chat.say("-- \(waiting) message(s) not sent: the server did not answer --") }
+        feed.stop()
     }
 
     // MARK: What is typed
@@ -296,10 +310,12 @@ actor ChatSession {
                 Chat.say("-- open a conversation first (/open N, /new bob,carol) --")
                 break
             }
-            do {
-                try await feed.send(line)
-            } catch {
-                Chat.say("-- not sent (it stays pending; it is retried with the same id): \(error.localizedDescription) --")
+            // Into the feed's outbox at once, in the order typed; sent when
+            // the server can take it. The prompt does not wait for it.
+            feed.send(line) { result in
+                if case .failure(let error) = result, error != .cancelled {
+                    Chat.say("-- not sent: \(error.localizedDescription) --")
+                }
             }
         }
         return true
@@ -332,7 +348,8 @@ actor ChatSession {
         "pdf": "application/pdf", "txt": "text/plain", "mp4": "video/mp4", "mov": "video/quicktime",
     ]
 
-    func close() {
+    func close() async {
+        if let feed { await Self.stop(feed) }
         closeConversation()
         inbox?.stop()
         inboxPrinter?.cancel()

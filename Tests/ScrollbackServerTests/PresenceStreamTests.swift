@@ -84,6 +84,20 @@ import Testing
             // Nothing of bob ever reached mallory.
             let strangers = await mallory.drain(for: .milliseconds(500))
             #expect(!strangers.contains { "\($0)".contains(bobName) })
+
+            // Nor can she ask: a subscription with presence to a
+            // conversation she is not in is refused like any other, and
+            // tells her nothing of its members.
+            try mallory.send(.subscribe(conversationId: id, afterSeq: nil, presence: true))
+            let refused = try await mallory.next { if case .error = $0 { true } else { false } }
+            #expect(
+                refused
+                    == .error(
+                        code: .conversationNotFound, message: APIError.conversationNotFound.message,
+                        ref: id.uuidString.lowercased()))
+            try await cluster.connect(bobName, to: 1).close()
+            let afterRefusal = await mallory.drain(for: .seconds(1))
+            #expect(!afterRefusal.contains { "\($0)".contains(bobName) || "\($0)".contains(aliceName) })
         }
     }
 
