@@ -316,17 +316,22 @@ extension ScrollbackStore {
             let rows = try await connection.query(
                 """
                 SELECT (SELECT role FROM members WHERE conversation_id = \(id) AND user_id = \(user.rawValue)),
-                       (SELECT count(*) FROM members WHERE conversation_id = \(id))
+                       (SELECT count(*) FROM members WHERE conversation_id = \(id)),
+                       (SELECT role FROM bans WHERE conversation_id = \(id) AND user_id = \(user.rawValue))
                 """,
                 logger: logger
             ).collect()
-            guard let (targetRole, count) = try rows.first?.decode((String?, Int64).self) else { throw MalformedRow() }
+            guard let (targetRole, count, bannedRole) = try rows.first?.decode((String?, Int64, String?).self) else {
+                throw MalformedRow()
+            }
             let target = targetRole.flatMap(MemberRole.init(rawValue:))
+            // A ban in force is replaced only by who may lift it (019).
+            let banned = bannedRole.flatMap(MemberRole.init(rawValue:))
             if actor == user {
                 if ban { return .forbidden(.ban) }
                 if role == .owner, count > 1 { return .forbidden(.ownerMustHandOver) }
             } else if ban {
-                guard role.may(.ban, on: target) else { return .forbidden(.ban) }
+                guard role.may(.ban, on: target), role.may(.ban, on: banned) else { return .forbidden(.ban) }
             } else {
                 guard target != nil else { return role.may(.removeMember) ? .notAMember : .forbidden(.removeAnotherMember) }
                 guard role.may(.removeMember, on: target) else { return .forbidden(.removeAnotherMember) }
@@ -334,10 +339,10 @@ extension ScrollbackStore {
             if ban {
                 try await connection.query(
                     """
-                    INSERT INTO bans (conversation_id, user_id, banned_by, until)
-                    VALUES (\(id), \(user.rawValue), \(actor.rawValue), \(until))
+                    INSERT INTO bans (conversation_id, user_id, banned_by, until, role)
+                    VALUES (\(id), \(user.rawValue), \(actor.rawValue), \(until), \((target ?? banned ?? .member).rawValue))
                     ON CONFLICT (conversation_id, user_id) DO UPDATE
-                    SET banned_by = EXCLUDED.banned_by, banned_at = now(), until = EXCLUDED.until
+                    SET banned_by = EXCLUDED.banned_by, banned_at = now(), until = EXCLUDED.until, role = EXCLUDED.role
                     """,
                     logger: logger
                 ).collect()

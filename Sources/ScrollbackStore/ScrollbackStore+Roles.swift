@@ -87,14 +87,19 @@ extension ScrollbackStore {
         }
     }
 
-    /// Lifts `user`'s ban from conversation `id` (the owner or an admin may;
-    /// lifting no ban changes nothing). The user is not added back.
+    /// Lifts `user`'s ban from conversation `id`: who may ban a member of
+    /// the role the user had when banned may lift it (the owner an admin's,
+    /// an admin or the owner a member's); lifting no ban changes nothing.
+    /// The user is not added back.
     public func unban(_ user: UserID, in id: UUID, by actor: UserID) async throws {
         let outcome: MembershipChange = try await withTransaction(as: .roles) { [logger] connection in
             guard let role = try await Self.lockConversation(id, member: actor, on: connection, logger: logger) else {
                 return .notVisible
             }
-            guard role.may(.ban) else { return .forbidden(.ban) }
+            let banned = try await connection.query(
+                "SELECT role FROM bans WHERE conversation_id = \(id) AND user_id = \(user.rawValue)", logger: logger
+            ).collect().first.map { try $0.decode(String.self) }.flatMap(MemberRole.init(rawValue:))
+            guard role.may(.ban, on: banned) else { return .forbidden(.ban) }
             try await connection.query(
                 "DELETE FROM bans WHERE conversation_id = \(id) AND user_id = \(user.rawValue)", logger: logger
             ).collect()

@@ -19,8 +19,9 @@ import Testing
 
     /// One conversation per cell, with every part an action needs: the
     /// owner, an admin and a member who act, a member and an admin acted
-    /// on, a removed member, a banned user, a stranger, and a message of the
-    /// member acted on (seq 1). Names are the cell's own.
+    /// on, a removed member, a banned user, an admin the owner banned, a
+    /// stranger, and a message of the member acted on (seq 1). Names are the
+    /// cell's own.
     struct Scene {
         let id: UUID
         let prefix: String
@@ -28,19 +29,21 @@ import Testing
         func actor(_ actor: Actor) -> String { name(actor.rawValue) }
         var targetMember: String { name("target") }
         var targetAdmin: String { name("target-admin") }
+        var bannedAdmin: String { name("banned-admin") }
 
         static func make(_ cluster: LiveCluster, _ cell: Int) async throws -> Scene {
             let scene = Scene(id: UUID(), prefix: "c\(cell)-\(UUID().uuidString.prefix(6).lowercased())")
             let store = cluster.store
             let owner = UserID(rawValue: scene.actor(.owner))
             let members = [scene.actor(.admin), scene.actor(.member), scene.targetMember, scene.targetAdmin,
-                           scene.actor(.removed), scene.actor(.banned)].map(UserID.init(rawValue:))
+                           scene.actor(.removed), scene.actor(.banned), scene.bannedAdmin].map(UserID.init(rawValue:))
             let id = try await store.createConversation(creator: owner, title: nil, members: members).id
-            for admin in [scene.actor(.admin), scene.targetAdmin] {
+            for admin in [scene.actor(.admin), scene.targetAdmin, scene.bannedAdmin] {
                 try await store.setRole(.admin, of: UserID(rawValue: admin), in: id, by: owner)
             }
             try await store.removeMember(UserID(rawValue: scene.actor(.removed)), from: id, by: owner)
             try await store.removeMember(UserID(rawValue: scene.actor(.banned)), from: id, by: owner, ban: true)
+            try await store.removeMember(UserID(rawValue: scene.bannedAdmin), from: id, by: owner, ban: true)
             _ = try await store.send(to: id, from: UserID(rawValue: scene.targetMember), body: "hello", clientID: nil)
             return Scene(id: id, prefix: scene.prefix)
         }
@@ -84,8 +87,15 @@ import Testing
         "list bans": { cluster, scene, actor in
             try await run(cluster, .GET, scene, "/bans", actor)
         },
-        "lift a ban": { cluster, scene, actor in
+        "lift a member's ban": { cluster, scene, actor in
             try await run(cluster, .DELETE, scene, "/bans/\(scene.actor(.banned))", actor)
+        },
+        "lift an admin's ban": { cluster, scene, actor in
+            try await run(cluster, .DELETE, scene, "/bans/\(scene.bannedAdmin)", actor)
+        },
+        "ban a banned admin again": { cluster, scene, actor in
+            // Which would replace the ban's end: as lifting it.
+            try await run(cluster, .DELETE, scene, "/members/\(scene.bannedAdmin)?ban=true", actor)
         },
         "make a member an admin": { cluster, scene, actor in
             try await run(cluster, .PATCH, scene, "/members/\(scene.targetMember)", actor, #"{"role": "admin"}"#)
@@ -185,7 +195,8 @@ import Testing
         let rows: [String: (MemberRole.Action, MemberRole?)] = [
             "add a member": (.addMember, nil), "remove a member": (.removeMember, .member),
             "remove an admin": (.removeMember, .admin), "ban a member": (.ban, .member), "ban an admin": (.ban, .admin),
-            "list bans": (.listBans, nil), "lift a ban": (.ban, .member), "make a member an admin": (.changeRole, .member),
+            "list bans": (.listBans, nil), "lift a member's ban": (.ban, .member),
+            "lift an admin's ban": (.ban, .admin), "ban a banned admin again": (.ban, .admin), "make a member an admin": (.changeRole, .member),
             "hand ownership over": (.changeRole, .member), "delete another's message": (.deleteOthersMessage, nil),
             "set the title": (.setTitle, nil), "set slow mode": (.setSlowMode, nil),
             "send in slow mode without waiting": (.skipSlowMode, nil),
