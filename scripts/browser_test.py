@@ -40,23 +40,23 @@ class API:
         self.user = user
         self.token = self.call("POST", "/demo/token", {"user": user}, auth=False)["token"]
 
-    def call(self, method, path, body=None, auth=True):
+    def open(self, method, path, body=None, auth=True):
+        """Sends a request; the open response (an HTTPError for a refusal)."""
         request = urllib.request.Request(self.url + path, method=method)
         request.add_header("Content-Type", "application/json")
         if auth:
             request.add_header("Authorization", "Bearer " + self.token)
         data = json.dumps(body).encode() if body is not None else None
-        with urllib.request.urlopen(request, data, timeout=30) as response:
+        return urllib.request.urlopen(request, data, timeout=30)
+
+    def call(self, method, path, body=None, auth=True):
+        with self.open(method, path, body, auth) as response:
             return json.loads(response.read() or b"null")
 
     def status(self, method, path, body=None):
         """The HTTP status of a call (a refusal is a status, not an exception)."""
         try:
-            request = urllib.request.Request(self.url + path, method=method)
-            request.add_header("Content-Type", "application/json")
-            request.add_header("Authorization", "Bearer " + self.token)
-            data = json.dumps(body).encode() if body is not None else None
-            with urllib.request.urlopen(request, data, timeout=30) as response:
+            with self.open(method, path, body) as response:
                 return response.status
         except urllib.error.HTTPError as error:
             return error.code

@@ -13,9 +13,9 @@ extension ScrollbackStore {
             WITH b AS (
                 INSERT INTO blocks AS b (blocker, blocked) VALUES (\(blocker.rawValue), \(user.rawValue))
                 ON CONFLICT (blocker, blocked) DO UPDATE SET blocker = b.blocker
-                RETURNING blocked, created_at
+                RETURNING blocker, blocked, created_at
             )
-            SELECT blocked, created_at, \(unescaped: FeedEvent.notify("k", "\(Self.literal(blocker.rawValue))")) FROM b
+            SELECT blocked, created_at, \(unescaped: FeedEvent.notify("k", "blocker")) FROM b
             """,
             writes: true, as: .blocks)
         guard let (blocked, at) = try rows.first?.decode((String, Date).self) else { throw MalformedRow() }
@@ -26,8 +26,10 @@ extension ScrollbackStore {
     public func unblock(_ user: UserID, by blocker: UserID) async throws {
         _ = try await rows(
             """
-            WITH d AS (DELETE FROM blocks WHERE blocker = \(blocker.rawValue) AND blocked = \(user.rawValue) RETURNING 1)
-            SELECT \(unescaped: FeedEvent.notify("k", "\(Self.literal(blocker.rawValue))")) FROM d
+            WITH d AS (
+                DELETE FROM blocks WHERE blocker = \(blocker.rawValue) AND blocked = \(user.rawValue) RETURNING blocker
+            )
+            SELECT \(unescaped: FeedEvent.notify("k", "blocker")) FROM d
             """,
             writes: true, as: .blocks)
     }
@@ -41,11 +43,6 @@ extension ScrollbackStore {
             let (user, at) = try row.decode((String, Date).self)
             return BlockedUser(userId: user, createdAt: at)
         }
-    }
-
-    /// A SQL string literal of a user id (whose characters need no escaping).
-    private static func literal(_ user: String) -> String {
-        "'" + user.replacingOccurrences(of: "'", with: "''") + "'"
     }
 
     /// Files `reporter`'s report of message `seq` of conversation `id`,
