@@ -188,6 +188,12 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
+        // A process that uses the offline store, for the tests that kill it
+        // and start it again (Tests/ScrollbackClientTests/OfflineProcessTests).
+        .executableTarget(
+            name: "scrollback-offline-probe",
+            dependencies: ["ScrollbackClient", "ScrollbackOffline"]
+        ),
         // Turns sql/*.sql and openapi.yaml into Swift string constants, so the
         // binary carries its schema and API description without the source tree.
         .executableTarget(name: "EmbedResourcesTool"),
