@@ -1,9 +1,7 @@
 #if canImport(Network)
 import Foundation
 import Network
-#if canImport(UIKit)
-import UIKit
-#endif
+import NIOConcurrencyHelpers
 
 // Apple platforms only (this file is not compiled on Linux): what the
 // device and the app say, handed to the client's `networkAvailable()`,
@@ -26,23 +24,26 @@ public final class SystemObservation: @unchecked Sendable {
     private var observers: [NSObjectProtocol] = []
 
     init(client: ScrollbackClient) {
-        var wasSatisfied = true
+        let wasSatisfied = NIOLockedValueBox(true)
         monitor.pathUpdateHandler = { path in
             let satisfied = path.status == .satisfied
-            defer { wasSatisfied = satisfied }
-            if satisfied, !wasSatisfied { client.networkAvailable() }
+            let before = wasSatisfied.withLockedValue { value in
+                defer { value = satisfied }
+                return value
+            }
+            if satisfied, !before { client.networkAvailable() }
         }
         monitor.start(queue: DispatchQueue(label: "scrollback.network-path"))
         #if canImport(UIKit) && !os(watchOS)
         let center = NotificationCenter.default
+        // UIApplication's notification names, by value (the constants are
+        // the main actor's; these observers are registered from anywhere).
+        let background = Notification.Name("UIApplicationDidEnterBackgroundNotification")
+        let foreground = Notification.Name("UIApplicationWillEnterForegroundNotification")
         observers.append(
-            center.addObserver(forName: UIApplication.didEnterBackgroundNotification, object: nil, queue: nil) { _ in
-                client.backgrounded()
-            })
+            center.addObserver(forName: background, object: nil, queue: nil) { _ in client.backgrounded() })
         observers.append(
-            center.addObserver(forName: UIApplication.willEnterForegroundNotification, object: nil, queue: nil) { _ in
-                client.foregrounded()
-            })
+            center.addObserver(forName: foreground, object: nil, queue: nil) { _ in client.foregrounded() })
         #endif
     }
 
