@@ -478,7 +478,12 @@ public final class ConversationFeed: Sendable {
         guard !core.isStopped else { return Self.quiet(core.state) }
         let update = core.state.timeline.apply(action)
         for effect in update.effects { run(effect, in: &core) }
-        persist(in: &core)
+        switch action {
+        case .scrolled, .heightMeasured, .viewportResized:
+            break  // what the list does changes nothing the storage holds
+        default:
+            persist(in: &core)
+        }
         publish(update, in: &core)
         return update
     }
