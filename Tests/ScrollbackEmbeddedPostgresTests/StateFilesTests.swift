@@ -45,23 +45,31 @@ func refusal(_ body: () throws -> Void, sourceLocation: SourceLocation = #_sourc
 }
 
 @Suite struct StateFilesTests {
+    /// The process's umask, read without changing it (Linux's
+    /// /proc/self/status says it).
+    static func umask() -> mode_t? {
+        guard let status = contents("/proc/self/status"),
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("Umask:") })
+        else { return nil }
+        return mode_t(line.dropFirst("Umask:".count).trimmingCharacters(in: .whitespaces), radix: 8)
+    }
+
     @Test func aNewStateFileIsOwnerOnlyBeforeItTakesItsName() throws {
         try withTemporaryFolder { folder in
             let path = folder + "/jwt-secret"
             var seen: String?
             var created: mode_t?
-            // With no umask to narrow it, the mode the file is created with is
-            // the mode asked of open(): seen the moment open() returns, before
-            // any chmod, it proves the file was never open to others. The
-            // umask is the process's, so it is restored right there.
-            let umaskBefore = umask(0)
-            var restored = false
-            defer { if !restored { umask(umaskBefore) } }
+            // The mode the file has the moment open() returns, before any
+            // chmod, is the mode asked of open() less the umask: with a
+            // umask that leaves others' read bit (022, the usual), it proves
+            // the file was never open to others (0644 or 0666 asked would
+            // show as 0644). The umask is read, never set: it is the whole
+            // process's, and the tests running beside this one create files.
+            let mask = try #require(Self.umask())
+            #expect(mask & 0o044 == 0, "this check needs a umask that leaves group and others' read bits, as 022 does")
             let written = try StateFiles.publish(
                 "secret\n", at: path, replacing: false,
                 afterCreating: { temporary in
-                    umask(umaskBefore)
-                    restored = true
                     created = permissions(temporary)
                     #expect(fileInfo(temporary)?.st_size == 0, "seen before anything is written")
                 },
