@@ -448,15 +448,17 @@ extension Result where Failure == ScrollbackError {
             setup.serverAway(true)
             // Written in this order, while the server is away.
             first.send("bob 5", clientId: "bob-5") { _ in }
-            let changes = Task {
-                async let edited = Result(catching: { () async throws(ScrollbackError) in try await first.edit(1, body: "bob 1, edited") })
-                async let deleted = Result(catching: { () async throws(ScrollbackError) in try await first.delete(2) })
-                async let reacted = Result(catching: { () async throws(ScrollbackError) in try await first.react("👍", to: 3) })
-                return await [edited, deleted, reacted]
-            }
+            // Each change is written once the one before it is in the
+            // outbox: tasks started together may run in any order.
+            try await until("the send waiting") { first.state.outbox.count == 1 }
+            let edited = Task { await Result(catching: { () async throws(ScrollbackError) in try await first.edit(1, body: "bob 1, edited") }) }
+            try await until("the edit waiting") { first.state.outbox.count == 2 }
+            let deleted = Task { await Result(catching: { () async throws(ScrollbackError) in try await first.delete(2) }) }
+            try await until("the deletion waiting") { first.state.outbox.count == 3 }
+            let reacted = Task { await Result(catching: { () async throws(ScrollbackError) in try await first.react("👍", to: 3) }) }
             try await until("four entries waiting") { first.state.outbox.count == 4 }
             first.stop()
-            #expect(await changes.value.allSatisfy { $0.failure == .cancelled })
+            for change in [edited, deleted, reacted] { #expect(await change.value.failure == .cancelled) }
 
             let waiting = try OfflineStore(path: setup.path).outbox(of: id)
             #expect(waiting.map(\.change) == [nil, .edit(seq: 1, body: "bob 1, edited"), .delete(seq: 2), .react(seq: 3, emoji: "👍")])
