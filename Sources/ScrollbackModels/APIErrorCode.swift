@@ -33,6 +33,12 @@ public struct APIErrorCode: RawRepresentable, Codable, Sendable, Hashable, CaseI
     public static let unauthorized = APIErrorCode(rawValue: "unauthorized")
     /// A member who may not do this (edit someone else's message, remove another member).
     public static let forbidden = APIErrorCode(rawValue: "forbidden")
+    /// 403: an admin route (`/v1/admin/...`) called without a server token
+    /// (`scrollback token --server`).
+    public static let serverTokenRequired = APIErrorCode(rawValue: "server_token_required")
+    /// 400: a user route called with a server token but no `On-Behalf-Of`
+    /// header naming the user it acts for (or one that is no user id).
+    public static let onBehalfOfRequired = APIErrorCode(rawValue: "on_behalf_of_required")
 
     // MARK: 404, 405: what is addressed
 
@@ -49,6 +55,8 @@ public struct APIErrorCode: RawRepresentable, Codable, Sendable, Hashable, CaseI
     public static let attachmentNotFound = APIErrorCode(rawValue: "attachment_not_found")
     /// The caller has no device registered with that id.
     public static let deviceNotFound = APIErrorCode(rawValue: "device_not_found")
+    /// No report with that id.
+    public static let reportNotFound = APIErrorCode(rawValue: "report_not_found")
     /// No such route.
     public static let notFound = APIErrorCode(rawValue: "not_found")
     /// A known route that does not take this method (the `Allow` header lists those it takes).
@@ -64,6 +72,8 @@ public struct APIErrorCode: RawRepresentable, Codable, Sendable, Hashable, CaseI
     public static let idempotencyConflict = APIErrorCode(rawValue: "idempotency_conflict")
     /// The message was deleted and cannot be edited.
     public static let messageDeleted = APIErrorCode(rawValue: "message_deleted")
+    /// The report was resolved before with another action (or conversation).
+    public static let reportAlreadyResolved = APIErrorCode(rawValue: "report_already_resolved")
     /// The request body is larger than the server's limit
     /// (``APILimits/maxRequestBodyBytes`` unless it sets another).
     public static let payloadTooLarge = APIErrorCode(rawValue: "payload_too_large")
@@ -130,6 +140,10 @@ public struct APIErrorCode: RawRepresentable, Codable, Sendable, Hashable, CaseI
     /// A report that names neither a message nor a user (or both), a reason
     /// not in the list, or a note too long.
     public static let invalidReport = APIErrorCode(rawValue: "invalid_report")
+    /// A resolution whose `action` is not in the list, or does not apply to
+    /// the report (deleting the message of a report of a user, removing a
+    /// reported user without naming the conversation, acting on the system).
+    public static let invalidResolution = APIErrorCode(rawValue: "invalid_resolution")
     /// 403: the user is banned from the conversation (adding them back).
     public static let memberBanned = APIErrorCode(rawValue: "member_banned")
     /// 429: slow mode: wait `Retry-After` (the frame's `retry_after`) seconds.
@@ -150,17 +164,17 @@ public struct APIErrorCode: RawRepresentable, Codable, Sendable, Hashable, CaseI
     /// Every code this version of the API knows. A newer server may send others.
     public static let allCases: [APIErrorCode] = [
         .invalidJSON, .invalidField, .invalidParameter, .badRequest, .unknownFrameType,
-        .unauthorized, .forbidden,
+        .unauthorized, .forbidden, .serverTokenRequired, .onBehalfOfRequired,
         .conversationNotFound, .memberNotFound, .messageNotFound, .uploadNotFound, .attachmentNotFound,
-        .deviceNotFound, .notFound,
+        .deviceNotFound, .reportNotFound, .notFound,
         .methodNotAllowed,
-        .requestTimeout, .idempotencyConflict, .messageDeleted, .payloadTooLarge, .uploadOffsetMismatch,
+        .requestTimeout, .idempotencyConflict, .messageDeleted, .reportAlreadyResolved, .payloadTooLarge, .uploadOffsetMismatch,
         .uploadUnavailable, .rangeNotSatisfiable, .rateLimited,
         .invalidMessageBody, .invalidClientID, .invalidTitle, .invalidUserID, .invalidReadSeq, .tooManyMembers,
         .tooManyItems, .invalidLayoutInput, .invalidReplyTo, .invalidEmoji, .tooManyReactions, .notAThreadRoot,
         .invalidUpload, .invalidUploadSize, .invalidUploadContent, .tooManyUploads, .invalidAttachments,
         .invalidDevice, .tooManyDevices, .invalidMute, .invalidRole, .invalidSlowMode, .invalidBan, .memberBanned,
-        .slowMode, .invalidReport,
+        .slowMode, .invalidReport, .invalidResolution,
         .internalError, .serviceUnavailable, .outcomeUnknown,
     ]
 }

@@ -41,6 +41,9 @@ public enum APILimits {
     public static let mentionsLimit: ClosedRange<Int> = 1...50
     /// The mentions page size without `limit`.
     public static let defaultMentionsLimit = 20
+    /// Entries of the audit log, and reports of the moderation queue, per page.
+    public static let adminPageLimit: ClosedRange<Int> = 1...100
+    public static let defaultAdminPageLimit = 50
     /// Distinct users one message can mention; further `@` are plain text.
     public static let maxMentionsPerMessage = 50
     /// `limit` of a page of the change log.

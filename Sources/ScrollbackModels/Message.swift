@@ -19,6 +19,7 @@ public struct Message: Codable, Sendable, Hashable {
         case reactions
         case attachments
         case blockedSender = "blocked_sender"
+        case kind
     }
 
     public var conversationId: UUID
@@ -50,6 +51,11 @@ public struct Message: Codable, Sendable, Hashable {
     /// collapses the message. About the reader, like `me` on reactions;
     /// on the wire only when true.
     public var blockedSender: Bool = false
+
+    /// A system message (`POST /v1/admin/conversations/{id}/messages`): sent
+    /// by the operator, with no user sender (`sender` is empty). On the wire
+    /// as `"kind": "system"`, only on system messages.
+    public var isSystem: Bool { sender.isEmpty }
 
     public init(
         conversationId: UUID, seq: Int64, sender: String, body: String, clientId: String?, createdAt: Date,
@@ -110,7 +116,13 @@ public struct Message: Codable, Sendable, Hashable {
         if !reactions.isEmpty { try container.encode(reactions, forKey: .reactions) }
         if !attachments.isEmpty { try container.encode(attachments, forKey: .attachments) }
         if blockedSender { try container.encode(true, forKey: .blockedSender) }
+        if isSystem { try container.encode(MessageKind.system, forKey: .kind) }
     }
+}
+
+/// What sent a message, on the wire only for system messages.
+public enum MessageKind: String, Codable, Sendable {
+    case system
 }
 
 /// `POST /v1/conversations/{id}/messages`. The server assigns sender, seq and
@@ -255,6 +267,10 @@ extension Message: JSONWritable {
         writer.bool(deleted)
         writer.key("edited_at")
         writer.timestamp(editedAt)
+        if isSystem {
+            writer.key("kind")
+            writer.string(MessageKind.system.rawValue)
+        }
         if !reactions.isEmpty {
             writer.key("reactions")
             writer.array(reactions)

@@ -98,13 +98,13 @@ public struct Report: Codable, Sendable, Hashable {
     public var userId: String?
     public var reason: ReportReason
     public var note: String?
-    /// `open` until the operator handles it, then `resolved`.
-    public var status: String
+    /// `open` until the operator resolves it (`POST /v1/admin/reports/{id}/resolve`).
+    public var status: ReportStatus
     public var createdAt: Date
 
     public init(
         id: UUID, conversationId: UUID?, seq: Int64?, userId: String?, reason: ReportReason, note: String?,
-        status: String, createdAt: Date
+        status: ReportStatus, createdAt: Date
     ) {
         self.id = id
         self.conversationId = conversationId

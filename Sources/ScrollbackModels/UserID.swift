@@ -39,6 +39,12 @@ public struct UserID: RawRepresentable, Hashable, Comparable, Sendable, Codable,
 
     public static let maxLength = APILimits.maxUserIDLength
 
+    /// The system: the sender of system messages (`kind: "system"`, an empty
+    /// `sender` on the wire) and the actor of the operator's admin calls. No
+    /// user id is empty, so no user can be it; it counts as a member of
+    /// every conversation with the owner's rights.
+    public static let system = UserID(rawValue: "")
+
     /// Whether `id` has the shape of a user id.
     public static func isValid(_ id: String) -> Bool {
         let utf8 = id.utf8

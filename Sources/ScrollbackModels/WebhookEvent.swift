@@ -133,17 +133,7 @@ public struct ReportEventData: Codable, Sendable, Equatable {
     }
 
     /// The message as it was reported.
-    public struct ReportedMessage: Codable, Sendable, Equatable {
-        public var sender: String
-        public var body: String
-        public var version: Int64
-
-        public init(sender: String, body: String, version: Int64) {
-            self.sender = sender
-            self.body = body
-            self.version = version
-        }
-    }
+    public typealias ReportedMessage = ScrollbackModels.ReportedMessage
 
     public var id: UUID
     public var reporter: String

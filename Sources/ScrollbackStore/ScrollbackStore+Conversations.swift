@@ -403,7 +403,8 @@ extension ScrollbackStore {
 
     /// Locks the conversation row for the rest of the transaction, then (in
     /// that order, the order every writer takes them) checks that `member`
-    /// still belongs to it; returns their role.
+    /// still belongs to it; returns their role. The system
+    /// (`UserID.system`) acts with the owner's role in every conversation.
     static func lockConversation(
         _ id: UUID, member: UserID, on connection: PostgresConnection, logger: Logger
     ) async throws -> MemberRole? {
@@ -417,6 +418,8 @@ extension ScrollbackStore {
                 FOR KEY SHARE
             )
             SELECT role FROM member
+            UNION ALL
+            SELECT 'owner' FROM conv WHERE \(member.rawValue) = ''  -- the system (UserID.system)
             """,
             logger: logger
         ).collect()

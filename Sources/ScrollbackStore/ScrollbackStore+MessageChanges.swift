@@ -71,12 +71,16 @@ extension ScrollbackStore {
                 SELECT user_id, role FROM members
                 WHERE conversation_id = (SELECT id FROM conv) AND user_id = \(user.rawValue)
                 FOR KEY SHARE
+            ), acting AS (
+                SELECT role FROM member
+                UNION ALL
+                SELECT 'owner' FROM conv WHERE \(user.rawValue) = ''  -- the system (UserID.system)
             ), target AS (
                 SELECT m.seq FROM messages m
                 WHERE m.conversation_id = (SELECT id FROM conv) AND m.seq = \(seq) AND NOT m.deleted
                   AND (m.sender = \(user.rawValue)
-                       OR (\(deleting) AND (SELECT role FROM member) = ANY(\(Self.deletersOfOthers))))
-                  AND EXISTS (SELECT 1 FROM member)
+                       OR (\(deleting) AND (SELECT role FROM acting) = ANY(\(Self.deletersOfOthers))))
+                  AND EXISTS (SELECT 1 FROM acting)
                 FOR UPDATE OF m
             ), c AS (
                 UPDATE conversations SET version = version + 1, changed_xid = pg_current_xact_id()
@@ -116,11 +120,12 @@ extension ScrollbackStore {
     private func messageForDiagnosis(_ seq: Int64, in id: UUID, for user: UserID) async throws -> (Message, MemberRole) {
         let rows = try await rows(
             """
-            SELECT me.role, \(unescaped: MessageRow.columns("m", conversation: "c.id", readers: MessageRow.readers(user)))
+            SELECT COALESCE(me.role, 'owner') AS role,
+                   \(unescaped: MessageRow.columns("m", conversation: "c.id", readers: MessageRow.readers(user)))
             FROM conversations c
-            JOIN members me ON me.conversation_id = c.id AND me.user_id = \(user.rawValue)
+            LEFT JOIN members me ON me.conversation_id = c.id AND me.user_id = \(user.rawValue)
             LEFT JOIN messages m ON m.conversation_id = c.id AND m.seq = \(seq)
-            WHERE c.id = \(id)
+            WHERE c.id = \(id) AND (me.user_id IS NOT NULL OR \(user.rawValue) = '')
             """,
             writes: false, as: .diagnoseChange)
         guard let columns = rows.first?.makeRandomAccess() else { throw StoreError.conversationNotFound }

@@ -79,7 +79,7 @@ extension ScrollbackStore {
         if let filedID, let reasonText, let status, let at {
             let report = Report(
                 id: filedID, conversationId: id, seq: seq, userId: nil,
-                reason: ReportReason(rawValue: reasonText) ?? .other, note: filedNote, status: status, createdAt: at)
+                reason: ReportReason(rawValue: reasonText) ?? .other, note: filedNote, status: ReportStatus(rawValue: status) ?? .open, createdAt: at)
             return (report, true)
         }
         if let earlier = try await earlierReport(by: reporter, conversation: id, seq: seq, user: nil) {
@@ -116,7 +116,7 @@ extension ScrollbackStore {
         if let filedID, let reasonText, let status, let at {
             let report = Report(
                 id: filedID, conversationId: nil, seq: nil, userId: user.rawValue,
-                reason: ReportReason(rawValue: reasonText) ?? .other, note: filedNote, status: status, createdAt: at)
+                reason: ReportReason(rawValue: reasonText) ?? .other, note: filedNote, status: ReportStatus(rawValue: status) ?? .open, createdAt: at)
             return (report, true)
         }
         if let earlier = try await earlierReport(by: reporter, conversation: nil, seq: nil, user: user) {
@@ -142,7 +142,7 @@ extension ScrollbackStore {
             (UUID, UUID?, Int64?, String?, String, String?, String, Date).self)
         return Report(
             id: id, conversationId: conversationID, seq: reportedSeq, userId: userID,
-            reason: ReportReason(rawValue: reason) ?? .other, note: note, status: status, createdAt: at)
+            reason: ReportReason(rawValue: reason) ?? .other, note: note, status: ReportStatus(rawValue: status) ?? .open, createdAt: at)
     }
 
     /// What a report recorded of its message, as it was reported: for the

@@ -43,6 +43,12 @@ public enum StoreError: Error, Equatable, Sendable {
     case distinctTooLarge(limit: Int)
     /// A report of a user the reporter shares no conversation with.
     case reportedUserNotFound
+    /// No report with that id.
+    case reportNotFound
+    /// The report was resolved before with another action or conversation.
+    case reportResolvedOtherwise
+    /// A resolution's action does not apply to the report.
+    case resolutionNotApplicable(ResolutionProblem)
     /// The database cannot be reached, refused the work for now (a timeout,
     /// a lock it could not get in time, a read-only server), or is shutting
     /// down. Nothing was written: the statement was never sent or was rolled
@@ -52,6 +58,17 @@ public enum StoreError: Error, Equatable, Sendable {
     /// died, or the database stopped answering, while it ran). It may or may
     /// not be stored: a retry with the same `client_id` settles it.
     case outcomeUnknown
+
+    /// Why a moderation action does not apply to a report.
+    public enum ResolutionProblem: Sendable, Equatable {
+        /// `delete_message` on a report of a user.
+        case noMessage
+        /// `remove_user` or `ban_user` on a report of a user, with no
+        /// `conversation_id` to act in.
+        case needsConversation
+        /// `remove_user` or `ban_user` on a system message: it has no sender.
+        case systemSender
+    }
 
     /// What a member may not do. The sentences a client reads are written
     /// at the HTTP edge (`APIError`), from these reasons.

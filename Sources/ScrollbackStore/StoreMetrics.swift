@@ -40,6 +40,8 @@ public enum StatementName: String, CaseIterable, Sendable {
     case roles
     case blocks
     case reports
+    case audit
+    case moderation
 }
 
 /// Why the store gave up on a statement or on waiting for a connection,

@@ -25,9 +25,18 @@ extension LiveCluster {
     func request(
         _ method: HTTPMethod, _ path: String, as user: String, body: String? = nil, on index: Int = 0
     ) async throws -> HTTPReply {
+        try await request(method, path, token: try await token(user), body: body, on: index)
+    }
+
+    /// A request with bearer `token` (and `headers`) to instance `index`.
+    func request(
+        _ method: HTTPMethod, _ path: String, token: String, headers: [(String, String)] = [], body: String? = nil,
+        on index: Int = 0
+    ) async throws -> HTTPReply {
         var request = HTTPClientRequest(url: instances[index].baseURL + path)
         request.method = method
-        request.headers.add(name: "Authorization", value: "Bearer \(try await token(user))")
+        request.headers.add(name: "Authorization", value: "Bearer \(token)")
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
         if let body {
             request.headers.add(name: "Content-Type", value: "application/json")
             request.body = .bytes(ByteBuffer(string: body))

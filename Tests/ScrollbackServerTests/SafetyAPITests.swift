@@ -153,7 +153,7 @@ import Testing
             let filed = try await cluster.request(.POST, "/v1/reports", as: "alice", body: body)
             #expect(filed.status == 201)
             let report = try filed.decode(Report.self)
-            #expect(report.reason == .harassment && report.seq == message.seq && report.status == "open" && report.note == "again")
+            #expect(report.reason == .harassment && report.seq == message.seq && report.status == .open && report.note == "again")
 
             _ = try await cluster.store.edit(message.seq, in: id, by: "bob", body: "something nice")
             _ = try await cluster.store.delete(message.seq, in: id, by: "bob")

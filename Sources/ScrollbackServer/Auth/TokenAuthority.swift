@@ -9,11 +9,18 @@ struct AccessClaims: JWTPayload {
     var exp: ExpirationClaim
     /// Optional; a token is not valid before it.
     var nbf: NotBeforeClaim?
+    /// `server` on a server token (`scrollback token --server`): the
+    /// operator's, for the admin routes and for acting on behalf of any user.
+    /// Signed like the rest, so a user token can never claim it.
+    var scope: String?
 
-    init(sub: SubjectClaim, exp: ExpirationClaim, nbf: NotBeforeClaim? = nil) {
+    static let serverScope = "server"
+
+    init(sub: SubjectClaim, exp: ExpirationClaim, nbf: NotBeforeClaim? = nil, scope: String? = nil) {
         self.sub = sub
         self.exp = exp
         self.nbf = nbf
+        self.scope = scope
     }
 
     func verify(using algorithm: some JWTAlgorithm) async throws {
@@ -34,9 +41,15 @@ public struct TokenAuthority: Sendable {
     /// A token's `nbf` had passed when it was verified, so only `exp` is
     /// left to check.
     struct VerifiedToken: Sendable {
+        /// The user, or for a server token the operator's name (its `sub`).
         var user: UserID
         var expires: Date
+        /// A server token.
+        var isServer = false
     }
+
+    private static let serverTokenOnUserRoute = APIError.unauthorized(
+        "This is a server token: it calls the admin routes, or a user route with `On-Behalf-Of: <user id>`; a live stream takes a user's token.")
 
     private static let expiredOrNotYetValid = APIError.unauthorized(
         "The bearer token has expired or is not valid yet (exp, nbf).")
@@ -62,9 +75,21 @@ public struct TokenAuthority: Sendable {
         try await keys.sign(AccessClaims(sub: .init(value: user), exp: .init(value: Date().addingTimeInterval(ttl))))
     }
 
-    /// The user id of a valid token, or an `APIError` 401 that says why not.
+    /// A server token named `name` (the audit log's actor) that expires after `ttl` seconds.
+    public func serverToken(named name: String, ttl: TimeInterval) async throws -> String {
+        try await keys.sign(
+            AccessClaims(
+                sub: .init(value: name), exp: .init(value: Date().addingTimeInterval(ttl)), scope: AccessClaims.serverScope))
+    }
+
+    /// The user id of a valid user token, or an `APIError` 401 that says why not.
     func user(fromAuthorization header: String?, now: Date = Date()) async throws -> UserID {
         try await verify(Self.bearerToken(header), now: now).user
+    }
+
+    /// What a valid user or server token says, or an `APIError` 401 that says why not.
+    func caller(fromAuthorization header: String?, now: Date = Date()) async throws -> VerifiedToken {
+        try await verify(Self.bearerToken(header), now: now, acceptingServer: true)
     }
 
     /// The token of an `Authorization: Bearer <token>` header.
@@ -79,8 +104,15 @@ public struct TokenAuthority: Sendable {
         return String(parts[1])
     }
 
-    /// Who a valid token names and until when, or an `APIError` 401 that says why not.
-    func verify(_ text: String, now: Date = Date()) async throws -> VerifiedToken {
+    /// Who a valid token names and until when, or an `APIError` 401 that
+    /// says why not; a server token only `acceptingServer`.
+    func verify(_ text: String, now: Date = Date(), acceptingServer: Bool = false) async throws -> VerifiedToken {
+        let result = try await verifyAny(text, now: now)
+        guard acceptingServer || !result.isServer else { throw Self.serverTokenOnUserRoute }
+        return result
+    }
+
+    private func verifyAny(_ text: String, now: Date) async throws -> VerifiedToken {
         if let known = verified.withLockedValue({ $0[text] }) {
             guard now < known.expires else { throw Self.expiredOrNotYetValid }
             return known
@@ -105,7 +137,10 @@ public struct TokenAuthority: Sendable {
         guard let user = UserID(validating: claims.sub.value) else {
             throw APIError.unauthorized("The token's `sub` must be a user id of \(UserID.rule).")
         }
-        let result = VerifiedToken(user: user, expires: claims.exp.value)
+        guard claims.scope == nil || claims.scope == AccessClaims.serverScope else {
+            throw APIError.unauthorized("The token's `scope` must be absent (a user's token) or `server`.")
+        }
+        let result = VerifiedToken(user: user, expires: claims.exp.value, isServer: claims.scope == AccessClaims.serverScope)
         verified.withLockedValue { verified in
             if verified.count >= Self.verifiedCapacity { verified.removeAll(keepingCapacity: true) }
             verified[text] = result

@@ -12,6 +12,11 @@ public struct ScrollbackRequestContext: RequestContext {
     /// The same user for the request log, which runs outside the
     /// authenticated group: shared by every copy of the context.
     let caller = NIOLockedValueBox<UserID?>(nil)
+    /// The server token's name on a call made with one (`OperatorMiddleware`,
+    /// or `AuthMiddleware` with `On-Behalf-Of`).
+    public var operatorName: String?
+    /// What a route adds to the audit log's entry of a server call.
+    let auditDetail = NIOLockedValueBox<[String: String]>([:])
 
     /// The request's connection.
     let channel: any Channel

@@ -103,6 +103,24 @@ public struct APIError: Error, HTTPResponseError, Equatable {
                 "A distinct conversation can have at most \(limit) members, the creator included.")
         case .reportedUserNotFound:
             self.init(.notFound, .memberNotFound, "You share no conversation with a user of this id.")
+        case .reportNotFound:
+            self.init(.notFound, .reportNotFound, "There is no report with this id.")
+        case .reportResolvedOtherwise:
+            self.init(
+                .conflict, .reportAlreadyResolved,
+                "This report was already resolved with another action; its `resolution` says which.")
+        case .resolutionNotApplicable(.noMessage):
+            self.init(
+                .unprocessableContent, .invalidResolution,
+                "Action `delete_message` needs a report of a message; this report is of a user.")
+        case .resolutionNotApplicable(.needsConversation):
+            self.init(
+                .unprocessableContent, .invalidResolution,
+                "Field `conversation_id` must name the conversation to remove or ban a reported user from.")
+        case .resolutionNotApplicable(.systemSender):
+            self.init(
+                .unprocessableContent, .invalidResolution,
+                "The reported message is a system message: it has no sender to remove or ban.")
         case .banned:
             self.init(
                 .forbidden, .memberBanned,

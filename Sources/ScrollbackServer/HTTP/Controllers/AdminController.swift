@@ -1,0 +1,118 @@
+import Foundation
+import Hummingbird
+import ScrollbackModels
+import ScrollbackStore
+
+/// The operator's routes (`/v1/admin/...`, behind `OperatorMiddleware`:
+/// server tokens only, every call audited): system messages, the
+/// moderation queue and the audit log.
+struct AdminController {
+    let store: ScrollbackStore
+
+    func addRoutes(to group: RouterGroup<ScrollbackRequestContext>) {
+        group.post("conversations/:id/messages", use: sendSystemMessage)
+        group.get("reports", use: reports)
+        group.get("reports/:report_id", use: report)
+        group.post("reports/:report_id/resolve", use: resolve)
+        group.get("audit", use: audit)
+    }
+
+    /// A system message → 201, or 200 with the message stored the first
+    /// time for a `client_id` sent before. It has the conversation's next
+    /// seq, counts as unread for every member and no member can edit it.
+    @Sendable func sendSystemMessage(_ request: Request, context: ScrollbackRequestContext) async throws
+        -> JSONBody<MessageEnvelope>
+    {
+        let id = try ConversationController.conversationID(context)
+        let input = try await RequestBody.decode(SystemMessageRequest.self, from: request, context: context)
+        let body = try Validation.messageBody(input.body)
+        let clientID = try Validation.clientID(input.clientId)
+        let outcome = try await store.send(to: id, from: .system, body: body, clientID: clientID)
+        context.auditDetail.withLockedValue {
+            $0["conversation_id"] = id.uuidString.lowercased()
+            $0["seq"] = "\(outcome.message.seq)"
+        }
+        switch outcome {
+        case .created(let message): return JSONBody(MessageEnvelope(message: message), status: .created)
+        case .replayed(let message): return JSONBody(MessageEnvelope(message: message))
+        }
+    }
+
+    /// The moderation queue: `status` `open` (the default) or `resolved`,
+    /// newest first; `before` is the `next` of the page before.
+    @Sendable func reports(_ request: Request, context: ScrollbackRequestContext) async throws
+        -> JSONBody<ModerationReportPage>
+    {
+        let query = QueryParameters(request)
+        let status = try query.single("status").map { text in
+            guard let status = ReportStatus(rawValue: text) else {
+                throw APIError.badRequest(.invalidParameter, "`status` must be `open` or `resolved`.")
+            }
+            return status
+        } ?? .open
+        let limit = try query.integer("limit", in: APILimits.adminPageLimit) ?? APILimits.defaultAdminPageLimit
+        let after = try query.single("before").map { try AdminCursor.decode($0, prefix: "r", as: UUID.init(uuidString:)) }
+        let page = try await store.moderationReports(status: status, after: after, limit: limit)
+        return JSONBody(
+            ModerationReportPage(
+                reports: page.reports, next: page.next.map { AdminCursor.encode($0.uuidString.lowercased(), prefix: "r") }))
+    }
+
+    @Sendable func report(_ request: Request, context: ScrollbackRequestContext) async throws -> JSONBody<ModerationReport> {
+        JSONBody(try await store.moderationReport(try Self.reportID(context)))
+    }
+
+    /// Resolves a report with an action, applied as the system with the
+    /// owner's rights → 200 with the report; again with the same action:
+    /// the same answer; with another: 409.
+    @Sendable func resolve(_ request: Request, context: ScrollbackRequestContext) async throws -> JSONBody<ModerationReport> {
+        let id = try Self.reportID(context)
+        let input = try await RequestBody.decode(ResolveReportRequest.self, from: request, context: context)
+        guard let action = ModerationAction(rawValue: input.action) else {
+            throw APIError.unprocessable(
+                .invalidResolution,
+                "Field `action` must be one of \(ModerationAction.allCases.map { "`\($0.rawValue)`" }.joined(separator: ", ")).")
+        }
+        let note = try Validation.reportNote(input.note)
+        context.auditDetail.withLockedValue {
+            $0["report_id"] = id.uuidString.lowercased()
+            $0["action"] = action.rawValue
+        }
+        let resolved = try await store.resolveReport(
+            id, action: action, note: note, conversation: input.conversationId, by: context.operatorName ?? "")
+        return JSONBody(resolved)
+    }
+
+    /// The calls made with server tokens, newest first; `before` is the
+    /// `next` of the page before.
+    @Sendable func audit(_ request: Request, context: ScrollbackRequestContext) async throws -> JSONBody<AuditPage> {
+        let query = QueryParameters(request)
+        let limit = try query.integer("limit", in: APILimits.adminPageLimit) ?? APILimits.defaultAdminPageLimit
+        let before = try query.single("before").map { try AdminCursor.decode($0, prefix: "a", as: { Int64($0) }) }
+        let page = try await store.auditLog(before: before, limit: limit)
+        return JSONBody(AuditPage(entries: page.entries, next: page.next.map { AdminCursor.encode("\($0)", prefix: "a") }))
+    }
+
+    static func reportID(_ context: ScrollbackRequestContext) throws -> UUID {
+        guard let text = context.pathParameter("report_id"), let id = UUID(uuidString: text) else {
+            throw StoreError.reportNotFound
+        }
+        return id
+    }
+}
+
+/// The cursors of the admin lists: opaque to clients; inside, the last
+/// report's id (`r:`) or the last audit entry's (`a:`).
+enum AdminCursor {
+    static func encode(_ value: String, prefix: String) -> String {
+        OpaqueCursor.encode("\(prefix):\(value)")
+    }
+
+    static func decode<Value>(_ cursor: String, prefix: String, as make: (String) -> Value?) throws -> Value {
+        guard let text = OpaqueCursor.decode(cursor), text.hasPrefix("\(prefix):"), let value = make(String(text.dropFirst(2)))
+        else {
+            throw APIError.badRequest(.invalidParameter, "`before` must be a `next` value returned by this endpoint.")
+        }
+        return value
+    }
+}
