@@ -133,7 +133,7 @@ function renderInbox() {
     const last = conversation.last_message;
     const shown = (message) => message.deleted ? "(deleted)"
       : message.body || (message.attachments && message.attachments.length ? "📎 " + message.attachments[0].filename : "");
-    preview.textContent = last ? last.sender + ": " + shown(last) : "no messages yet";
+    preview.textContent = !last ? "no messages yet" : last.kind === "system" ? shown(last) : last.sender + ": " + shown(last);
     item.append(name, preview);
     item.addEventListener("click", () => openConversation(conversation));
     list.append(item);
@@ -340,6 +340,15 @@ function messageItem(message) {
   if (message.client_id) item.dataset.clientId = message.client_id;
   if (message.pending) item.className = "pending";
   if (message.deleted) item.className = "deleted";
+  if (message.kind === "system") {
+    // The operator's notice: no sender, no bubble, nothing to do with it.
+    item.className = "system";
+    const text = document.createElement("span");
+    text.className = "text";
+    text.textContent = message.deleted ? "(deleted)" : message.body;
+    item.append(text);
+    return item;
+  }
   if (message.reply_to) item.append(quote(message.reply_to));
   if (message.seq !== null && !message.deleted) item.append(actions(message));
   const sender = document.createElement("span");

@@ -497,6 +497,24 @@ def run(url, server, screenshots):
         refused = bob_api.status("POST", "/v1/conversations", {"members": ["alice"], "distinct": True})
         check(refused == 403, f"block: bob can no longer start a conversation with alice ({refused})")
         alice.call("DELETE", "/v1/blocks/bob")
+
+        # A system message (the operator's, with a server token) arrives
+        # live, centered, with no sender and nothing to act on.
+        operator = subprocess.check_output([server.binary, "token", "--server", "--name", "browser-test"], env=os.environ, text=True).strip()
+        request = urllib.request.Request(url + f"/v1/admin/conversations/{safety}/messages", method="POST",
+                                         data=json.dumps({"body": "This conversation is moderated"}).encode())
+        request.add_header("Content-Type", "application/json")
+        request.add_header("Authorization", "Bearer " + operator)
+        with urllib.request.urlopen(request, timeout=30) as response:
+            system = json.loads(response.read())["message"]
+        until(first, "the system message", lambda: first.find_elements(By.CSS_SELECTOR, f'#messages li.system[data-seq="{system["seq"]}"]'))
+        shown = first.execute_script(f"""
+            const row = document.querySelector('#messages li[data-seq="{system["seq"]}"]');
+            return {{text: row.innerText, sender: row.querySelectorAll('.sender').length, buttons: row.querySelectorAll('button').length,
+                    align: getComputedStyle(row).textAlign}};""")
+        check(system["kind"] == "system" and shown["text"] == "This conversation is moderated" and shown["sender"] == 0
+              and shown["buttons"] == 0 and shown["align"] == "center",
+              f"system message: seq {system['seq']} shown centered with no sender and no actions ({shown})")
         open_conversation(first, short, 7)
 
         # A member added from the page sees the conversation in their inbox.

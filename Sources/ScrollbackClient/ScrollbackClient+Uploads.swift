@@ -116,6 +116,7 @@ extension ScrollbackClient {
         request.method = .PUT
         do {
             request.headers.add(name: "Authorization", value: "Bearer \(try await token())")
+            if let onBehalfOf { request.headers.add(name: "On-Behalf-Of", value: onBehalfOf) }
         } catch {
             throw .unauthorized(message: "The token provider failed: \(error)")
         }

@@ -22,6 +22,9 @@ public struct ScrollbackClient: Sendable {
     /// The service's address, such as `http://127.0.0.1:8080`.
     public let baseURL: String
     let token: @Sendable () async throws -> String
+    /// With a server token: the user every user route is called for (the
+    /// `On-Behalf-Of` header). See `onBehalf(of:)`.
+    public internal(set) var onBehalfOf: String?
     let http: HTTPClient
     public var retry: RetryPolicy
     /// How long one request may take.
@@ -356,6 +359,7 @@ public struct ScrollbackClient: Sendable {
             throw .unauthorized(message: "The token provider failed: \(error)")
         }
         request.headers.add(name: "Authorization", value: "Bearer \(bearer)")
+        if let onBehalfOf { request.headers.add(name: "On-Behalf-Of", value: onBehalfOf) }
         if let body {
             let data: Data
             do {

@@ -63,6 +63,11 @@ public struct TimelineItem: Sendable, Equatable, Identifiable {
     }
 
     public var isPending: Bool { message == nil }
+
+    /// A system message (`Message.isSystem`): the operator's notice, sent
+    /// by no member. A chat screen shows it apart (centered, without a
+    /// sender, an avatar or a bubble) and offers no edit.
+    public var isSystem: Bool { message?.isSystem ?? false }
 }
 
 /// A message on its way to the server.
