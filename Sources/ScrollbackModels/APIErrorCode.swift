@@ -57,6 +57,8 @@ public struct APIErrorCode: RawRepresentable, Codable, Sendable, Hashable, CaseI
     public static let deviceNotFound = APIErrorCode(rawValue: "device_not_found")
     /// No report with that id.
     public static let reportNotFound = APIErrorCode(rawValue: "report_not_found")
+    /// The service knows no user of that id (or erased them).
+    public static let userNotFound = APIErrorCode(rawValue: "user_not_found")
     /// No such route.
     public static let notFound = APIErrorCode(rawValue: "not_found")
     /// A known route that does not take this method (the `Allow` header lists those it takes).
@@ -166,7 +168,7 @@ public struct APIErrorCode: RawRepresentable, Codable, Sendable, Hashable, CaseI
         .invalidJSON, .invalidField, .invalidParameter, .badRequest, .unknownFrameType,
         .unauthorized, .forbidden, .serverTokenRequired, .onBehalfOfRequired,
         .conversationNotFound, .memberNotFound, .messageNotFound, .uploadNotFound, .attachmentNotFound,
-        .deviceNotFound, .reportNotFound, .notFound,
+        .deviceNotFound, .reportNotFound, .userNotFound, .notFound,
         .methodNotAllowed,
         .requestTimeout, .idempotencyConflict, .messageDeleted, .reportAlreadyResolved, .payloadTooLarge, .uploadOffsetMismatch,
         .uploadUnavailable, .rangeNotSatisfiable, .rateLimited,

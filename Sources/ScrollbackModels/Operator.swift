@@ -233,3 +233,209 @@ public struct AuditPage: Codable, Sendable, Equatable {
         try container.encode(next, forKey: .next)
     }
 }
+
+/// One line of a user's export (`GET /v1/admin/users/{user_id}/export`,
+/// NDJSON): `{"type": "<type>", "<type>": {...}}`, the user first, then
+/// their memberships (with read markers), messages, reactions, devices,
+/// reports and blocks, and last `{"type": "end", "records": N}`: an export
+/// without it was cut short.
+public enum UserExportRecord: Codable, Sendable, Equatable {
+    case user(ExportedUser)
+    case membership(ExportedMembership)
+    case message(Message)
+    case reaction(ExportedReaction)
+    case device(ExportedDevice)
+    case report(Report)
+    case block(BlockedUser)
+    /// The last line: the export is whole, with this many records before it.
+    case end(records: Int)
+
+    enum CodingKeys: String, CodingKey {
+        case type, user, membership, message, reaction, device, report, block, records
+    }
+
+    public var type: String {
+        switch self {
+        case .user: "user"
+        case .membership: "membership"
+        case .message: "message"
+        case .reaction: "reaction"
+        case .device: "device"
+        case .report: "report"
+        case .block: "block"
+        case .end: "end"
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(type, forKey: .type)
+        switch self {
+        case .user(let value): try container.encode(value, forKey: .user)
+        case .membership(let value): try container.encode(value, forKey: .membership)
+        case .message(let value): try container.encode(value, forKey: .message)
+        case .reaction(let value): try container.encode(value, forKey: .reaction)
+        case .device(let value): try container.encode(value, forKey: .device)
+        case .report(let value): try container.encode(value, forKey: .report)
+        case .block(let value): try container.encode(value, forKey: .block)
+        case .end(let records): try container.encode(records, forKey: .records)
+        }
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        switch try container.decode(String.self, forKey: .type) {
+        case "user": self = .user(try container.decode(ExportedUser.self, forKey: .user))
+        case "membership": self = .membership(try container.decode(ExportedMembership.self, forKey: .membership))
+        case "message": self = .message(try container.decode(Message.self, forKey: .message))
+        case "reaction": self = .reaction(try container.decode(ExportedReaction.self, forKey: .reaction))
+        case "device": self = .device(try container.decode(ExportedDevice.self, forKey: .device))
+        case "report": self = .report(try container.decode(Report.self, forKey: .report))
+        case "block": self = .block(try container.decode(BlockedUser.self, forKey: .block))
+        case "end": self = .end(records: try container.decode(Int.self, forKey: .records))
+        case let other:
+            throw DecodingError.dataCorruptedError(forKey: .type, in: container, debugDescription: "unknown type \(other)")
+        }
+    }
+}
+
+public struct ExportedUser: Codable, Sendable, Equatable {
+    enum CodingKeys: String, CodingKey {
+        case id
+        case createdAt = "created_at"
+        case lastSeenAt = "last_seen_at"
+    }
+
+    public var id: String
+    /// When the service first saw the user.
+    public var createdAt: Date
+    public var lastSeenAt: Date?
+
+    public init(id: String, createdAt: Date, lastSeenAt: Date?) {
+        self.id = id
+        self.createdAt = createdAt
+        self.lastSeenAt = lastSeenAt
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id, forKey: .id)
+        try container.encode(createdAt, forKey: .createdAt)
+        try container.encode(lastSeenAt, forKey: .lastSeenAt)
+    }
+}
+
+/// A conversation the user is in (`member`), or was in and left or was
+/// removed from (`left`: nothing else is known of it).
+public struct ExportedMembership: Codable, Sendable, Equatable {
+    enum CodingKeys: String, CodingKey {
+        case conversationId = "conversation_id"
+        case title
+        case role
+        case joinedAt = "joined_at"
+        case readSeq = "read_seq"
+        case left
+    }
+
+    public var conversationId: UUID
+    public var title: String?
+    public var role: MemberRole?
+    public var joinedAt: Date?
+    /// Their read marker.
+    public var readSeq: Int64?
+    public var left: Bool
+
+    public init(conversationId: UUID, title: String?, role: MemberRole?, joinedAt: Date?, readSeq: Int64?, left: Bool) {
+        self.conversationId = conversationId
+        self.title = title
+        self.role = role
+        self.joinedAt = joinedAt
+        self.readSeq = readSeq
+        self.left = left
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(conversationId.uuidString.lowercased(), forKey: .conversationId)
+        try container.encode(title, forKey: .title)
+        try container.encode(role, forKey: .role)
+        try container.encode(joinedAt, forKey: .joinedAt)
+        try container.encode(readSeq, forKey: .readSeq)
+        try container.encode(left, forKey: .left)
+    }
+}
+
+public struct ExportedReaction: Codable, Sendable, Equatable {
+    enum CodingKeys: String, CodingKey {
+        case conversationId = "conversation_id"
+        case seq
+        case emoji
+        case createdAt = "created_at"
+    }
+
+    public var conversationId: UUID
+    public var seq: Int64
+    public var emoji: String
+    public var createdAt: Date
+
+    public init(conversationId: UUID, seq: Int64, emoji: String, createdAt: Date) {
+        self.conversationId = conversationId
+        self.seq = seq
+        self.emoji = emoji
+        self.createdAt = createdAt
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(conversationId.uuidString.lowercased(), forKey: .conversationId)
+        try container.encode(seq, forKey: .seq)
+        try container.encode(emoji, forKey: .emoji)
+        try container.encode(createdAt, forKey: .createdAt)
+    }
+}
+
+/// A device registered for push; its token is a credential and is left out.
+public struct ExportedDevice: Codable, Sendable, Equatable {
+    enum CodingKeys: String, CodingKey {
+        case deviceId = "device_id"
+        case platform
+        case createdAt = "created_at"
+    }
+
+    public var deviceId: String
+    public var platform: String
+    public var createdAt: Date
+
+    public init(deviceId: String, platform: String, createdAt: Date) {
+        self.deviceId = deviceId
+        self.platform = platform
+        self.createdAt = createdAt
+    }
+}
+
+/// `DELETE /v1/admin/users/{user_id}`: what the erasure removed.
+public struct UserErasure: Codable, Sendable, Equatable {
+    enum CodingKeys: String, CodingKey {
+        case userId = "user_id"
+        case conversations
+        case messages
+        case reactions
+        case devices
+    }
+
+    public var userId: String
+    /// The conversations they were removed from.
+    public var conversations: Int
+    /// Their messages made erased tombstones.
+    public var messages: Int
+    public var reactions: Int
+    public var devices: Int
+
+    public init(userId: String, conversations: Int, messages: Int, reactions: Int, devices: Int) {
+        self.userId = userId
+        self.conversations = conversations
+        self.messages = messages
+        self.reactions = reactions
+        self.devices = devices
+    }
+}

@@ -348,27 +348,32 @@ extension ScrollbackStore {
                 ).collect()
                 guard target != nil else { return .done }
             }
-            let removed = try await connection.query(
-                """
-                WITH removed AS (
-                    DELETE FROM members WHERE conversation_id = \(id) AND user_id = \(user.rawValue)
-                    RETURNING conversation_id, user_id,
-                              \(unescaped: FeedEvent.notify("x", "conversation_id::text", "user_id"))
-                ), recorded AS (
-                    INSERT INTO member_removals (user_id, conversation_id)
-                    SELECT user_id, conversation_id FROM removed
-                    ON CONFLICT (user_id, conversation_id) DO UPDATE
-                    SET removed_xid = pg_current_xact_id(), removed_change = nextval('membership_change')
-                ), undistinct AS (
-                    \(unescaped: Self.undistinct(id: "\(id)", ifAny: "removed"))
-                )
-                SELECT user_id FROM removed
-                """,
-                logger: logger
-            ).collect()
+            let removed = try await connection.query(Self.removal(of: user, from: id), logger: logger).collect()
             return removed.isEmpty ? .notAMember : .done
         }
         try outcome.complete()
+    }
+
+    /// Removes `user`'s membership of `id` (under the conversation's lock,
+    /// taken before): every instance is told, the removal is recorded for
+    /// inboxes that resume, and a distinct conversation becomes ordinary.
+    /// Answers a row when there was a membership.
+    static func removal(of user: UserID, from id: UUID) -> PostgresQuery {
+        """
+        WITH removed AS (
+            DELETE FROM members WHERE conversation_id = \(id) AND user_id = \(user.rawValue)
+            RETURNING conversation_id, user_id, role,
+                      \(unescaped: FeedEvent.notify("x", "conversation_id::text", "user_id"))
+        ), recorded AS (
+            INSERT INTO member_removals (user_id, conversation_id)
+            SELECT user_id, conversation_id FROM removed
+            ON CONFLICT (user_id, conversation_id) DO UPDATE
+            SET removed_xid = pg_current_xact_id(), removed_change = nextval('membership_change')
+        ), undistinct AS (
+            \(unescaped: Self.undistinct(id: "\(id)", ifAny: "removed"))
+        )
+        SELECT user_id, role FROM removed
+        """
     }
 
     /// Whether a row of `bans` keeps its user out now.

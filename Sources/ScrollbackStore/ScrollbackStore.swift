@@ -81,6 +81,8 @@ struct KnownUsers: Sendable {
 
     func contains(_ id: UserID) -> Bool { ids.withLockedValue { $0.contains(id) } }
 
+    func forget(_ id: UserID) { _ = ids.withLockedValue { $0.remove(id) } }
+
     func insert(_ id: UserID) {
         ids.withLockedValue { ids in
             if ids.count >= capacity { ids.removeAll(keepingCapacity: true) }

@@ -45,6 +45,8 @@ public enum StoreError: Error, Equatable, Sendable {
     case reportedUserNotFound
     /// No report with that id.
     case reportNotFound
+    /// The service does not know a user of that id (or erased them).
+    case userNotFound
     /// The report was resolved before with another action or conversation.
     case reportResolvedOtherwise
     /// A resolution's action does not apply to the report.

@@ -42,6 +42,7 @@ public enum StatementName: String, CaseIterable, Sendable {
     case reports
     case audit
     case moderation
+    case privacy
 }
 
 /// Why the store gave up on a statement or on waiting for a connection,

@@ -15,6 +15,8 @@ struct AdminController {
         group.get("reports/:report_id", use: report)
         group.post("reports/:report_id/resolve", use: resolve)
         group.get("audit", use: audit)
+        group.get("users/:user_id/export", use: export)
+        group.delete("users/:user_id", use: erase)
     }
 
     /// A system message → 201, or 200 with the message stored the first
@@ -91,6 +93,47 @@ struct AdminController {
         let before = try query.single("before").map { try AdminCursor.decode($0, prefix: "a", as: { Int64($0) }) }
         let page = try await store.auditLog(before: before, limit: limit)
         return JSONBody(AuditPage(entries: page.entries, next: page.next.map { AdminCursor.encode("\($0)", prefix: "a") }))
+    }
+
+    /// Everything about a user, as NDJSON (`UserExportRecord`, one per
+    /// line, `end` last), streamed: memory stays flat however much they wrote.
+    @Sendable func export(_ request: Request, context: ScrollbackRequestContext) async throws -> Response {
+        let user = try Validation.userID(context.pathParameter("user_id") ?? "", field: "user_id")
+        guard try await store.userExists(user) else { throw StoreError.userNotFound }
+        let store = store
+        let logger = context.logger
+        let body = ResponseBody { writer in
+            let encoder = ScrollbackJSON.encoder()
+            var records = 0
+            do {
+                try await store.exportUser(user) { record in
+                    var line = try encoder.encode(record)
+                    line.append(UInt8(ascii: "\n"))
+                    try await writer.write(ByteBuffer(bytes: line))
+                    records += 1
+                }
+                var end = try encoder.encode(UserExportRecord.end(records: records))
+                end.append(UInt8(ascii: "\n"))
+                try await writer.write(ByteBuffer(bytes: end))
+            } catch {
+                // The head is sent: the export ends without its `end` line.
+                logger.error("a user's export stopped", metadata: ["error": "\(error)"])
+            }
+            try await writer.finish(nil)
+        }
+        return Response(
+            status: .ok,
+            headers: [.contentType: "application/x-ndjson", .contentDisposition: "attachment; filename=\"\(user.rawValue).ndjson\""],
+            body: body)
+    }
+
+    /// Erases a user's personal data → 200 with what went (`UserErasure`).
+    @Sendable func erase(_ request: Request, context: ScrollbackRequestContext) async throws -> JSONBody<UserErasure> {
+        let user = try Validation.userID(context.pathParameter("user_id") ?? "", field: "user_id")
+        context.auditDetail.withLockedValue { $0["user_id"] = user.rawValue }
+        let erasure = try await store.eraseUser(user)
+        context.auditDetail.withLockedValue { $0["messages"] = "\(erasure.messages)" }
+        return JSONBody(erasure)
     }
 
     static func reportID(_ context: ScrollbackRequestContext) throws -> UUID {

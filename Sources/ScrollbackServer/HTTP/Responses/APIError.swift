@@ -103,6 +103,8 @@ public struct APIError: Error, HTTPResponseError, Equatable {
                 "A distinct conversation can have at most \(limit) members, the creator included.")
         case .reportedUserNotFound:
             self.init(.notFound, .memberNotFound, "You share no conversation with a user of this id.")
+        case .userNotFound:
+            self.init(.notFound, .userNotFound, "The service knows no user of this id (or erased them).")
         case .reportNotFound:
             self.init(.notFound, .reportNotFound, "There is no report with this id.")
         case .reportResolvedOtherwise:

@@ -1,0 +1,319 @@
+import Foundation
+import PostgresNIO
+import ScrollbackModels
+
+/// A user's data for the operator: everything about them, exported, and
+/// their erasure. Both work in keyset batches, so neither memory nor any
+/// lock grows with how much the user wrote.
+extension ScrollbackStore {
+    /// Rows per statement of an export or an erasure.
+    public static let privacyBatch = 500
+
+    /// Whether the service knows `user` (they called it, or were named in
+    /// something that recorded them).
+    public func userExists(_ user: UserID) async throws -> Bool {
+        let rows = try await rows(
+            "SELECT EXISTS (SELECT 1 FROM users WHERE id = \(user.rawValue))", writes: false, as: .privacy)
+        return try rows.first?.decode(Bool.self) ?? false
+    }
+
+    /// The conversations `user` is or was a member of, by id, `batch` at a
+    /// time, after `after`.
+    private func conversationsOf(_ user: UserID, after: UUID?, batch: Int) async throws -> [UUID] {
+        let rows = try await rows(
+            """
+            SELECT id FROM (
+                SELECT conversation_id AS id FROM members WHERE user_id = \(user.rawValue)
+                UNION
+                SELECT conversation_id FROM member_removals WHERE user_id = \(user.rawValue)
+            ) c
+            WHERE \(after)::uuid IS NULL OR id > \(after)
+            ORDER BY id LIMIT \(batch)
+            """,
+            writes: false, as: .privacy)
+        return try rows.map { try $0.decode(UUID.self) }
+    }
+
+    /// Every conversation of `user`, a batch of ids at a time.
+    private func forEachConversation(of user: UserID, batch: Int, _ body: (UUID) async throws -> Void) async throws {
+        var after: UUID?
+        while true {
+            let ids = try await conversationsOf(user, after: after, batch: batch)
+            for id in ids { try await body(id) }
+            guard ids.count == batch, let last = ids.last else { return }
+            after = last
+        }
+    }
+
+    // MARK: - Export
+
+    /// Everything about `user`, one record at a time (`UserExportRecord`):
+    /// the user, each conversation with their role and read marker (or that
+    /// they left it), their messages in each, their reactions, devices (no
+    /// tokens), the reports they filed and the users they blocked.
+    /// `StoreError.userNotFound` for a user the service does not know.
+    public func exportUser(
+        _ user: UserID, batch: Int = privacyBatch, emit: (UserExportRecord) async throws -> Void
+    ) async throws {
+        let found = try await rows(
+            "SELECT created_at, last_seen_at FROM users WHERE id = \(user.rawValue)", writes: false, as: .privacy)
+        guard let (createdAt, lastSeen) = try found.first?.decode((Date, Date?).self) else { throw StoreError.userNotFound }
+        try await emit(.user(ExportedUser(id: user.rawValue, createdAt: createdAt, lastSeenAt: lastSeen)))
+        let readers = MessageRow.readers(user)
+        try await forEachConversation(of: user, batch: batch) { id in
+            let membership = try await rows(
+                """
+                SELECT c.title, m.role, m.joined_at, m.read_seq FROM conversations c
+                LEFT JOIN members m ON m.conversation_id = c.id AND m.user_id = \(user.rawValue)
+                WHERE c.id = \(id)
+                """,
+                writes: false, as: .privacy)
+            if let (title, role, joined, read) = try membership.first?.decode((String?, String?, Date?, Int64?).self) {
+                try await emit(
+                    .membership(
+                        ExportedMembership(
+                            conversationId: id, title: title, role: role.flatMap(MemberRole.init(rawValue:)),
+                            joinedAt: joined, readSeq: read, left: role == nil)))
+            }
+            var after: Int64 = 0
+            while true {
+                let messages = try await rows(
+                    """
+                    SELECT \(unescaped: MessageRow.columns("m", conversation: "m.conversation_id", readers: readers))
+                    FROM messages m
+                    WHERE m.conversation_id = \(id) AND m.seq > \(after) AND m.sender = \(user.rawValue)
+                    ORDER BY m.seq LIMIT \(batch)
+                    """,
+                    writes: false, as: .privacy)
+                for row in messages {
+                    guard let message = try MessageRow.decode(row.makeRandomAccess(), alias: "m", conversation: id) else {
+                        continue
+                    }
+                    try await emit(.message(message))
+                    after = message.seq
+                }
+                if messages.count < batch { break }
+            }
+            var reactionsAfter: (Int64, String) = (0, "")
+            while true {
+                let reactions = try await rows(
+                    """
+                    SELECT seq, emoji, created_at FROM reactions
+                    WHERE conversation_id = \(id) AND user_id = \(user.rawValue)
+                      AND (seq, emoji) > (\(reactionsAfter.0), \(reactionsAfter.1))
+                    ORDER BY seq, emoji LIMIT \(batch)
+                    """,
+                    writes: false, as: .privacy)
+                for row in reactions {
+                    let (seq, emoji, at) = try row.decode((Int64, String, Date).self)
+                    try await emit(.reaction(ExportedReaction(conversationId: id, seq: seq, emoji: emoji, createdAt: at)))
+                    reactionsAfter = (seq, emoji)
+                }
+                if reactions.count < batch { break }
+            }
+        }
+        for row in try await rows(
+            "SELECT device_id, platform, created_at FROM devices WHERE user_id = \(user.rawValue) ORDER BY device_id",
+            writes: false, as: .privacy)
+        {
+            let (device, platform, at) = try row.decode((String, String, Date).self)
+            try await emit(.device(ExportedDevice(deviceId: device, platform: platform, createdAt: at)))
+        }
+        for row in try await rows(
+            """
+            SELECT id, conversation_id, seq, user_id, reason, note, status, created_at FROM reports
+            WHERE reporter = \(user.rawValue) ORDER BY created_at, id
+            """,
+            writes: false, as: .privacy)
+        {
+            let (id, conversation, seq, reported, reason, note, status, at) = try row.decode(
+                (UUID, UUID?, Int64?, String?, String, String?, String, Date).self)
+            try await emit(
+                .report(
+                    Report(
+                        id: id, conversationId: conversation, seq: seq, userId: reported,
+                        reason: ReportReason(rawValue: reason) ?? .other, note: note,
+                        status: ReportStatus(rawValue: status) ?? .open, createdAt: at)))
+        }
+        for block in try await blocks(of: user) { try await emit(.block(block)) }
+    }
+
+    // MARK: - Erasure
+
+    /// Erases `user`'s personal data, in short transactions: they leave
+    /// every conversation (an owner's ownership passes to the
+    /// longest-standing admin, else member), so nothing they send is stored
+    /// from then on; then, conversation by conversation and `batch` seqs at
+    /// a time, their messages become tombstones (body, attachments and
+    /// reactions gone, the seq kept so every other member's history stays
+    /// dense, each batch taking the conversation's next version so open
+    /// windows revalidate through `changes`); then their reactions,
+    /// mentions, devices, presence, blocks, the reports they filed and the
+    /// bodies other users' reports kept of their messages, their uploads;
+    /// last the user. An erasure that stopped halfway is run again as it
+    /// is. `StoreError.userNotFound` for a user the service does not know.
+    public func eraseUser(_ user: UserID, batch: Int = privacyBatch) async throws -> UserErasure {
+        guard try await userExists(user) else { throw StoreError.userNotFound }
+        var erasure = UserErasure(userId: user.rawValue, conversations: 0, messages: 0, reactions: 0, devices: 0)
+        try await forEachConversation(of: user, batch: batch) { id in
+            if try await leave(id, user) { erasure.conversations += 1 }
+            erasure.messages += try await eraseMessages(of: user, in: id, batch: batch)
+            erasure.reactions += try await eraseReactions(of: user, in: id, batch: batch)
+        }
+        let counts = try await withTransaction(as: .privacy) { [logger] connection -> Int in
+            let devices = try await connection.query(
+                "DELETE FROM devices WHERE user_id = \(user.rawValue) RETURNING device_id", logger: logger
+            ).collect().count
+            for statement: PostgresQuery in [
+                "DELETE FROM mentions WHERE user_id = \(user.rawValue)",
+                "DELETE FROM presence WHERE user_id = \(user.rawValue)",
+                "DELETE FROM blocks WHERE blocker = \(user.rawValue) OR blocked = \(user.rawValue)",
+                "DELETE FROM slow_mode_sends WHERE user_id = \(user.rawValue)",
+                "DELETE FROM reports WHERE reporter = \(user.rawValue)",
+                "UPDATE reports SET message_body = NULL WHERE message_sender = \(user.rawValue) AND message_body IS NOT NULL",
+                "UPDATE uploads SET removed_at = now() WHERE uploader = \(user.rawValue) AND removed_at IS NULL",
+                "DELETE FROM users WHERE id = \(user.rawValue)",
+            ] {
+                _ = try await connection.query(statement, logger: logger).collect()
+            }
+            return devices
+        }
+        erasure.devices = counts
+        knownUsers.forget(user)
+        return erasure
+    }
+
+    /// Removes `user` from conversation `id`, handing an owner's ownership
+    /// to the longest-standing admin, else member; true when they were a member.
+    private func leave(_ id: UUID, _ user: UserID) async throws -> Bool {
+        defer { pageCache.invalidate(id) }
+        return try await withTransaction(as: .privacy) { [logger] connection -> Bool in
+            guard try await Self.lockConversation(id, member: .system, on: connection, logger: logger) != nil else {
+                return false
+            }
+            let removed = try await connection.query(Self.removal(of: user, from: id), logger: logger).collect()
+            guard let (_, role) = try removed.first?.decode((String, String).self) else { return false }
+            if role == MemberRole.owner.rawValue {
+                _ = try await connection.query(
+                    """
+                    UPDATE members SET role = 'owner'
+                    WHERE conversation_id = \(id) AND user_id = (
+                        SELECT user_id FROM members WHERE conversation_id = \(id)
+                        ORDER BY role = 'admin' DESC, joined_at, user_id LIMIT 1)
+                    RETURNING \(unescaped: FeedEvent.notify("p", "conversation_id::text", "role", "user_id"))
+                    """,
+                    logger: logger
+                ).collect()
+            }
+            return true
+        }
+    }
+
+    /// Makes `user`'s messages in `id` tombstones, `batch` seqs at a time,
+    /// each batch one short transaction; answers how many.
+    private func eraseMessages(of user: UserID, in id: UUID, batch: Int) async throws -> Int {
+        var erased = 0
+        var from: Int64 = 1
+        while true {
+            defer { pageCache.invalidate(id) }
+            let (count, lastSeq) = try await withTransaction(as: .privacy) { [logger, from] connection -> (Int, Int64) in
+                let rows = try await connection.query(
+                    """
+                    WITH conv AS (
+                        SELECT id, last_seq FROM conversations WHERE id = \(id) FOR NO KEY UPDATE
+                    ), locked AS (
+                        -- Reads `conv` first: the conversation's lock comes first, as for every writer.
+                        SELECT m.seq, c.last_seq FROM conv c JOIN messages m ON m.conversation_id = c.id
+                        WHERE m.seq >= \(from) AND m.seq < \(from + Int64(batch))
+                          AND m.sender = \(user.rawValue) AND NOT m.deleted
+                        FOR UPDATE OF m
+                    ), target AS (
+                        -- Each message takes a version of its own (one per change, as always).
+                        SELECT seq, row_number() OVER (ORDER BY seq) AS n, count(*) OVER () AS total FROM locked
+                    ), c AS (
+                        UPDATE conversations SET version = version + (SELECT count(*) FROM target),
+                            changed_xid = pg_current_xact_id()
+                        WHERE id = \(id) AND EXISTS (SELECT 1 FROM target)
+                        RETURNING version,
+                            \(unescaped: FeedEvent.notify("u", "id::text", "(SELECT max(seq) FROM target)::text", "version::text"))
+                    ), unreact AS (
+                        DELETE FROM reactions r USING target t WHERE r.conversation_id = \(id) AND r.seq = t.seq
+                    ), unattach AS (
+                        UPDATE uploads u SET removed_at = now() FROM target t
+                        WHERE u.conversation_id = \(id) AND u.message_seq = t.seq AND u.removed_at IS NULL
+                    ), erased AS (
+                        UPDATE messages m
+                        SET version = c.version - t.total + t.n, body = '', deleted = true, sent_body_hash = NULL,
+                            reaction_emojis = NULL, reaction_counts = NULL, attachments = NULL
+                        FROM c, target t
+                        WHERE m.conversation_id = \(id) AND m.seq = t.seq
+                        RETURNING m.seq
+                    )
+                    SELECT (SELECT count(*) FROM erased),
+                           -- (`conv` cannot be read again once `c` updated its row.)
+                           (SELECT last_seq FROM conversations WHERE id = \(id))
+                    """,
+                    logger: logger
+                ).collect()
+                guard let (count, last) = try rows.first?.decode((Int64, Int64?).self) else { throw MalformedRow() }
+                return (Int(count), last ?? 0)
+            }
+            erased += count
+            from += Int64(batch)
+            if from > lastSeq { return erased }
+        }
+    }
+
+    /// Removes `user`'s reactions in `id`, the messages of `batch` at a
+    /// time, rewriting each message's aggregate from the reactions left.
+    private func eraseReactions(of user: UserID, in id: UUID, batch: Int) async throws -> Int {
+        var removed = 0
+        while true {
+            defer { pageCache.invalidate(id) }
+            let count = try await withTransaction(as: .privacy) { [logger] connection -> Int in
+                _ = try await connection.query(
+                    "SELECT 1 FROM conversations WHERE id = \(id) FOR NO KEY UPDATE", logger: logger
+                ).collect()
+                let gone = try await connection.query(
+                    """
+                    DELETE FROM reactions r
+                    WHERE r.conversation_id = \(id) AND r.user_id = \(user.rawValue)
+                      AND r.seq IN (
+                          SELECT DISTINCT seq FROM reactions
+                          WHERE conversation_id = \(id) AND user_id = \(user.rawValue) ORDER BY seq LIMIT \(batch))
+                    RETURNING r.seq
+                    """,
+                    logger: logger
+                ).collect()
+                guard !gone.isEmpty else { return 0 }
+                let seqs = Array(Set(try gone.map { try $0.decode(Int64.self) }))
+                _ = try await connection.query(
+                    """
+                    WITH target AS (
+                        SELECT seq, row_number() OVER (ORDER BY seq) AS n FROM unnest(\(seqs)::int8[]) AS s (seq)
+                    ), c AS (
+                        UPDATE conversations SET version = version + \(seqs.count), changed_xid = pg_current_xact_id()
+                        WHERE id = \(id)
+                        RETURNING version,
+                            \(unescaped: FeedEvent.notify("u", "id::text", "\(seqs.max() ?? 0)", "version::text"))
+                    )
+                    UPDATE messages m
+                    SET version = c.version - \(seqs.count) + t.n,
+                        reaction_emojis = (SELECT array_agg(a.emoji ORDER BY a.first, a.emoji) FROM (
+                            SELECT emoji, min(created_at) AS first FROM reactions
+                            WHERE conversation_id = \(id) AND seq = m.seq GROUP BY emoji) a),
+                        reaction_counts = (SELECT array_agg(a.n ORDER BY a.first, a.emoji) FROM (
+                            SELECT emoji, min(created_at) AS first, count(*)::integer AS n FROM reactions
+                            WHERE conversation_id = \(id) AND seq = m.seq GROUP BY emoji) a)
+                    FROM c, target t
+                    WHERE m.conversation_id = \(id) AND m.seq = t.seq
+                    """,
+                    logger: logger
+                ).collect()
+                return gone.count
+            }
+            removed += count
+            if count == 0 { return removed }
+        }
+    }
+}
