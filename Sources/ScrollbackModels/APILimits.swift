@@ -44,6 +44,10 @@ public enum APILimits {
     /// Entries of the audit log, and reports of the moderation queue, per page.
     public static let adminPageLimit: ClosedRange<Int> = 1...100
     public static let defaultAdminPageLimit = 50
+    /// The problems an import's answer lists (it counts them all).
+    public static let maxImportProblemsListed = 1_000
+    /// The longest `external_id` of an imported message.
+    public static let maxExternalIDLength = 256
     /// Distinct users one message can mention; further `@` are plain text.
     public static let maxMentionsPerMessage = 50
     /// `limit` of a page of the change log.

@@ -264,6 +264,20 @@ extension ScrollbackStore {
         }
     }
 
+    /// The SQL that sets a message's reaction aggregate (`reaction_emojis`
+    /// and `reaction_counts`, sql/005) from the reactions stored: each emoji
+    /// once with its count, in the order each was first used.
+    static func reactionAggregate(conversation: String, seq: String) -> String {
+        """
+        reaction_emojis = (SELECT array_agg(a.emoji ORDER BY a.first, a.emoji) FROM (
+            SELECT emoji, min(created_at) AS first FROM reactions
+            WHERE conversation_id = \(conversation) AND seq = \(seq) GROUP BY emoji) a),
+        reaction_counts = (SELECT array_agg(a.n ORDER BY a.first, a.emoji) FROM (
+            SELECT emoji, min(created_at) AS first, count(*)::integer AS n FROM reactions
+            WHERE conversation_id = \(conversation) AND seq = \(seq) GROUP BY emoji) a)
+        """
+    }
+
     /// Removes `user`'s reactions in `id`, the messages of `batch` at a
     /// time, rewriting each message's aggregate from the reactions left.
     private func eraseReactions(of user: UserID, in id: UUID, batch: Int) async throws -> Int {
@@ -299,12 +313,7 @@ extension ScrollbackStore {
                     )
                     UPDATE messages m
                     SET version = c.version - \(seqs.count) + t.n,
-                        reaction_emojis = (SELECT array_agg(a.emoji ORDER BY a.first, a.emoji) FROM (
-                            SELECT emoji, min(created_at) AS first FROM reactions
-                            WHERE conversation_id = \(id) AND seq = m.seq GROUP BY emoji) a),
-                        reaction_counts = (SELECT array_agg(a.n ORDER BY a.first, a.emoji) FROM (
-                            SELECT emoji, min(created_at) AS first, count(*)::integer AS n FROM reactions
-                            WHERE conversation_id = \(id) AND seq = m.seq GROUP BY emoji) a)
+                        \(unescaped: Self.reactionAggregate(conversation: "m.conversation_id", seq: "m.seq"))
                     FROM c, target t
                     WHERE m.conversation_id = \(id) AND m.seq = t.seq
                     """,

@@ -43,6 +43,7 @@ public enum StatementName: String, CaseIterable, Sendable {
     case audit
     case moderation
     case privacy
+    case importing
 }
 
 /// Why the store gave up on a statement or on waiting for a connection,

@@ -27,7 +27,10 @@ final class RequestBoundaryObserver: ChannelDuplexHandler, RemovableChannelHandl
         // (the decoder may still hold parts of what was read).
         guard guarding?.cut != true else { return }
         switch unwrapInboundIn(data) {
-        case .head(let head): guarding?.headReceived(upload: UploadBodies.allows(head.method, head.path ?? ""))
+        case .head(let head):
+            guarding?.headReceived(
+                upload: UploadBodies.allows(head.method, head.path ?? ""),
+                unbounded: UploadBodies.isImport(head.method, head.path ?? ""))
         case .end: guarding?.requestEnded()
         case .body(let part): guarding?.bodyReceived(bytes: part.readableBytes)
         }

@@ -150,11 +150,12 @@ final class SlowClientGuard: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     /// A request's head arrived; `upload` says whether it sends an
-    /// upload's bytes, whose cap is the largest upload's.
-    func headReceived(upload: Bool) {
+    /// upload's bytes, whose cap is the largest upload's, `unbounded`
+    /// whether its body has no cap (an import).
+    func headReceived(upload: Bool, unbounded: Bool = false) {
         timer.headReceived(now: now)
         bodyBytes = 0
-        bodyLimit = upload ? maxUploadBytes : maxBodyBytes
+        bodyLimit = unbounded ? Int.max : upload ? maxUploadBytes : maxBodyBytes
         answerBegan = false
     }
 

@@ -7,10 +7,18 @@ import HTTPTypes
 /// its body arrives.
 enum UploadBodies {
     static func allows(_ method: HTTPRequest.Method, _ path: String) -> Bool {
+        if isImport(method, path) { return true }
         guard method == .put else { return false }
         let bare = path.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
         let parts = bare.split(separator: "/", omittingEmptySubsequences: false)
         return parts.count == 6 && parts[0].isEmpty && parts[1] == "v1" && parts[2] == "conversations"
             && !parts[3].isEmpty && parts[4] == "uploads" && !parts[5].isEmpty
+    }
+
+    /// An import (`POST /v1/admin/import`, server tokens only): read line by
+    /// line as it arrives, with no cap on its size (the body must still keep
+    /// arriving, as every body must).
+    static func isImport(_ method: HTTPRequest.Method, _ path: String) -> Bool {
+        method == .post && (path.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? "") == "/v1/admin/import"
     }
 }

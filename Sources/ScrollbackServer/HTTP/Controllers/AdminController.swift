@@ -17,6 +17,7 @@ struct AdminController {
         group.get("audit", use: audit)
         group.get("users/:user_id/export", use: export)
         group.delete("users/:user_id", use: erase)
+        group.post("import", use: importHistory)
     }
 
     /// A system message → 201, or 200 with the message stored the first
@@ -134,6 +135,24 @@ struct AdminController {
         let erasure = try await store.eraseUser(user)
         context.auditDetail.withLockedValue { $0["messages"] = "\(erasure.messages)" }
         return JSONBody(erasure)
+    }
+
+    /// History from another service, as NDJSON (`ImportLine`), read as it
+    /// arrives: 200 with what was stored, or 422 with every problem by line
+    /// and nothing stored; `dry_run=true`: 200 with what would be stored
+    /// and every problem, nothing stored.
+    @Sendable func importHistory(_ request: Request, context: ScrollbackRequestContext) async throws
+        -> JSONBody<ImportReport>
+    {
+        let dryRun = try QueryParameters(request).flag("dry_run")
+        let reader = ImportReader(request.body)
+        let report = try await store.importHistory(reader.batches, dryRun: dryRun)
+        context.auditDetail.withLockedValue {
+            $0["dry_run"] = "\(dryRun)"
+            $0["messages"] = "\(report.messages)"
+            $0["problems"] = "\(report.problemCount)"
+        }
+        return JSONBody(report, status: report.problemCount > 0 && !dryRun ? .unprocessableContent : .ok)
     }
 
     static func reportID(_ context: ScrollbackRequestContext) throws -> UUID {
