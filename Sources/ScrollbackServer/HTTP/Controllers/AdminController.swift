@@ -146,7 +146,15 @@ struct AdminController {
     {
         let dryRun = try QueryParameters(request).flag("dry_run")
         let reader = ImportReader(request.body)
-        let report = try await store.importHistory(reader.batches, dryRun: dryRun)
+        let report: ImportReport
+        do {
+            report = try await store.importHistory(reader.batches, dryRun: dryRun)
+        } catch {
+            // Stopped before the end of its body: the answer goes out, and the
+            // connection closes instead of reading the rest.
+            context.refuseRestOfRequest()
+            throw error
+        }
         context.auditDetail.withLockedValue {
             $0["dry_run"] = "\(dryRun)"
             $0["messages"] = "\(report.messages)"
