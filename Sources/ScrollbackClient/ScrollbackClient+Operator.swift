@@ -1,4 +1,7 @@
+import AsyncHTTPClient
 import Foundation
+import NIOCore
+import NIOHTTP1
 import ScrollbackModels
 
 /// The operator's calls, for an app's own Swift backend holding a server
@@ -64,5 +67,85 @@ extension ScrollbackClient {
     /// page's `next` as `before`.
     public func auditLog(limit: Int? = nil, before: String? = nil) async throws(ScrollbackError) -> AuditPage {
         try await call(.GET, "/v1/admin/audit", query: [("limit", limit.map(String.init)), ("before", before)])
+    }
+}
+
+/// A user's data, and history from another service.
+extension ScrollbackClient {
+    /// Erases `user`'s personal data (`DELETE /v1/admin/users/{user_id}`):
+    /// their messages stay as tombstones, everything else of theirs goes.
+    /// Safe to retry: an erasure that stopped halfway goes on.
+    @discardableResult
+    public func eraseUser(_ user: String) async throws(ScrollbackError) -> UserErasure {
+        try await call(.DELETE, "/v1/admin/users/\(user.pathEscaped)")
+    }
+
+    /// Everything about `user`, one record at a time, as the server streams
+    /// it (memory stays flat); answers how many records came. Throws when
+    /// the export was cut short (no `end` line).
+    @discardableResult
+    public func exportUser(_ user: String, each: (UserExportRecord) async throws -> Void) async throws -> Int {
+        let path = "/v1/admin/users/\(user.pathEscaped)/export"
+        var request = HTTPClientRequest(url: baseURL + path)
+        request.headers.add(name: "Authorization", value: "Bearer \(try await token())")
+        let response = try await http.execute(request, timeout: .hours(1))
+        guard response.status == .ok else {
+            let body = try await response.body.collect(upTo: 1 << 20)
+            throw ScrollbackError(status: Int(response.status.code), body: Data(body.readableBytesView), retryAfter: nil)
+        }
+        let decoder = ScrollbackJSON.decoder()
+        var pending = Data()
+        var records = 0
+        for try await chunk in response.body {
+            pending.append(contentsOf: chunk.readableBytesView)
+            while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
+                let line = pending[pending.startIndex..<newline]
+                pending.removeSubrange(pending.startIndex...newline)
+                let record = try decoder.decode(UserExportRecord.self, from: line)
+                if case .end(let count) = record {
+                    guard count == records else { throw ScrollbackError.undecodable(message: "The export's end counts \(count) records, not \(records).") }
+                    return records
+                }
+                try await each(record)
+                records += 1
+            }
+        }
+        throw ScrollbackError.transport(message: "The export of \(user) was cut short after \(records) records.")
+    }
+
+    /// Imports history from the NDJSON `file` (`ImportLine`, one per line),
+    /// streamed as it is read; `progress` hears the bytes sent and the
+    /// file's size. Answers the report: what was stored, or with
+    /// `problemCount` above 0, every problem by line and nothing stored
+    /// (with `dryRun`, nothing is stored either way).
+    public func importHistory(
+        from file: URL, dryRun: Bool = false, progress: (@Sendable (_ sent: Int64, _ total: Int64) -> Void)? = nil
+    ) async throws -> ImportReport {
+        let handle = try FileHandle(forReadingFrom: file)
+        let total = Int64(try handle.seekToEnd())
+        try handle.seek(toOffset: 0)
+        let chunks = AsyncThrowingStream<ByteBuffer, any Error> {
+            let data = try handle.read(upToCount: 1 << 20) ?? Data()
+            guard !data.isEmpty else {
+                try? handle.close()
+                return nil
+            }
+            progress?(Int64(try handle.offset()), total)
+            return ByteBuffer(bytes: data)
+        }
+        let path = "/v1/admin/import" + (dryRun ? "?dry_run=true" : "")
+        var request = HTTPClientRequest(url: baseURL + path)
+        request.method = .POST
+        request.headers.add(name: "Authorization", value: "Bearer \(try await token())")
+        request.headers.add(name: "Content-Type", value: "application/x-ndjson")
+        request.body = .stream(chunks, length: .known(total))
+        let response = try await http.execute(request, timeout: .hours(6))
+        let body = Data(try await response.body.collect(upTo: 16 << 20).readableBytesView)
+        guard response.status == .ok || response.status == .unprocessableEntity,
+            let report = try? ScrollbackJSON.decoder().decode(ImportReport.self, from: body)
+        else {
+            throw ScrollbackError(status: Int(response.status.code), body: body, retryAfter: nil)
+        }
+        return report
     }
 }

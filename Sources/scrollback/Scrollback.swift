@@ -5,5 +5,7 @@ struct Scrollback: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "scrollback",
         abstract: "A chat message backend: conversations in PostgreSQL, history served newest first.",
-        subcommands: [Serve.self, Migrate.self, Token.self, LayoutCommand.self, Chat.self, Webhooks.self, Outbox.self])
+        subcommands: [
+            Serve.self, Migrate.self, Token.self, LayoutCommand.self, Chat.self, Webhooks.self, Outbox.self, Admin.self,
+        ])
 }

@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 import ScrollbackClient
 import ScrollbackModels
 import ScrollbackTestSupport
@@ -54,6 +55,52 @@ import Testing
             let log = try await backend.auditLog(limit: 100)
             #expect(log.entries.contains { $0.path.hasSuffix("/resolve") && $0.detail?["action"] == "delete_message" })
             #expect(log.entries.contains { $0.onBehalfOf == "buyer" && $0.method == "POST" && $0.status == 201 })
+        }
+    }
+
+    /// History imported from a file with progress, then a user's export
+    /// and erasure, through the kit.
+    @Test func aBackendImportsHistoryAndExportsAndErasesAUser() async throws {
+        try await LiveCluster.run { cluster in
+            let server = try await cluster.tokens.serverToken(named: "migration", ttl: 600)
+            let backend = ScrollbackClient(baseURL: cluster.instances[0].baseURL, token: { server })
+            let id = UUID()
+            let start = Date(timeIntervalSince1970: 1_500_000_000)
+            var lines: [ImportLine] = [.conversation(id, createdBy: "ann"), .member("ann", of: id, role: .owner), .member("ben", of: id)]
+            for n in 1...3000 {
+                lines.append(.message("m\(n)", in: id, sender: n % 3 == 0 ? "ben" : "ann", body: "line \(n)", createdAt: start.addingTimeInterval(Double(n))))
+            }
+            let encoder = ScrollbackJSON.encoder()
+            let text = try lines.map { String(decoding: try encoder.encode($0), as: UTF8.self) }.joined(separator: "\n")
+            let file = FileManager.default.temporaryDirectory.appendingPathComponent("import-\(UUID()).ndjson")
+            try text.write(to: file, atomically: true, encoding: .utf8)
+            defer { try? FileManager.default.removeItem(at: file) }
+            let seen = NIOLockedValueBox<[Int64]>([])
+            let report = try await backend.importHistory(from: file) { sent, total in
+                seen.withLockedValue { $0.append(sent) }
+                #expect(sent <= total)
+            }
+            #expect(report.messages == 3000 && report.problemCount == 0)
+            #expect(seen.withLockedValue { $0.last } == Int64(text.utf8.count))
+            let dry = try await backend.importHistory(from: file, dryRun: true)
+            #expect(dry.dryRun && dry.alreadyImported == 1 && dry.messages == 0)
+
+            var messages = 0
+            let records = try await backend.exportUser("ben") { record in
+                if case .message(let message) = record {
+                    #expect(message.sender == "ben")
+                    messages += 1
+                }
+            }
+            #expect(messages == 1000 && records == 1000 + 2)
+            let erased = try await backend.eraseUser("ben")
+            #expect(erased.messages == 1000 && erased.conversations == 1)
+            do {
+                _ = try await backend.exportUser("ben") { _ in }
+                Issue.record("an erased user was exported")
+            } catch let error as ScrollbackError {
+                #expect(error.code == .userNotFound)
+            }
         }
     }
 }
