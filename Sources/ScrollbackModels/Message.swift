@@ -179,6 +179,7 @@ public struct MessagePage: Codable, Sendable, Equatable {
         case lastSeq = "last_seq"
         case version
         case layout
+        case firstSeq = "first_seq"
     }
 
     /// Newest first.
@@ -196,10 +197,14 @@ public struct MessagePage: Codable, Sendable, Equatable {
     /// (`viewport_height`). The synthesized encoder uses `encodeIfPresent`
     /// for optionals, so a page without hints has no `layout` key at all.
     public var layout: PageLayoutHints?
+    /// The oldest seq the conversation still stores: 1, or past it once
+    /// retention removed older messages (`has_older` is false there). A
+    /// client drops what it holds below it.
+    public var firstSeq: Int64
 
     public init(
         messages: [Message], hasOlder: Bool, hasNewer: Bool, lastSeq: Int64, version: Int64,
-        layout: PageLayoutHints? = nil
+        layout: PageLayoutHints? = nil, firstSeq: Int64 = 1
     ) {
         self.messages = messages
         self.hasOlder = hasOlder
@@ -207,6 +212,18 @@ public struct MessagePage: Codable, Sendable, Equatable {
         self.lastSeq = lastSeq
         self.version = version
         self.layout = layout
+        self.firstSeq = firstSeq
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        messages = try container.decode([Message].self, forKey: .messages)
+        hasOlder = try container.decode(Bool.self, forKey: .hasOlder)
+        hasNewer = try container.decode(Bool.self, forKey: .hasNewer)
+        lastSeq = try container.decode(Int64.self, forKey: .lastSeq)
+        version = try container.decode(Int64.self, forKey: .version)
+        layout = try container.decodeIfPresent(PageLayoutHints.self, forKey: .layout)
+        firstSeq = try container.decodeIfPresent(Int64.self, forKey: .firstSeq) ?? 1
     }
 }
 
@@ -226,6 +243,7 @@ public struct ChangeSet: Codable, Sendable, Equatable {
         case messages
         case hasMore = "has_more"
         case version
+        case firstSeq = "first_seq"
     }
 
     public var messages: [Message]
@@ -233,11 +251,23 @@ public struct ChangeSet: Codable, Sendable, Equatable {
     public var hasMore: Bool
     /// The version to ask from next.
     public var version: Int64
+    /// The oldest seq the conversation still stores (see `MessagePage.firstSeq`):
+    /// what a window holds below it was removed by retention.
+    public var firstSeq: Int64
 
-    public init(messages: [Message], hasMore: Bool, version: Int64) {
+    public init(messages: [Message], hasMore: Bool, version: Int64, firstSeq: Int64 = 1) {
         self.messages = messages
         self.hasMore = hasMore
         self.version = version
+        self.firstSeq = firstSeq
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        messages = try container.decode([Message].self, forKey: .messages)
+        hasMore = try container.decode(Bool.self, forKey: .hasMore)
+        version = try container.decode(Int64.self, forKey: .version)
+        firstSeq = try container.decodeIfPresent(Int64.self, forKey: .firstSeq) ?? 1
     }
 }
 
@@ -309,6 +339,8 @@ extension MessageEnvelope: JSONWritable {
 extension MessagePage: JSONWritable {
     public func write(to writer: inout JSONWriter) {
         writer.beginObject()
+        writer.key("first_seq")
+        writer.number(firstSeq)
         writer.key("has_newer")
         writer.bool(hasNewer)
         writer.key("has_older")
@@ -330,6 +362,8 @@ extension MessagePage: JSONWritable {
 extension ChangeSet: JSONWritable {
     public func write(to writer: inout JSONWriter) {
         writer.beginObject()
+        writer.key("first_seq")
+        writer.number(firstSeq)
         writer.key("has_more")
         writer.bool(hasMore)
         writer.key("messages")

@@ -439,3 +439,45 @@ public struct UserErasure: Codable, Sendable, Equatable {
         self.devices = devices
     }
 }
+
+/// `PUT /v1/admin/conversations/{id}/retention`: `days` to keep messages (0:
+/// forever), or null for the server's default (`SCROLLBACK_RETENTION_DAYS`).
+public struct RetentionRequest: Codable, Sendable, Equatable {
+    public var days: Int?
+
+    public init(days: Int?) {
+        self.days = days
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(days, forKey: .days)
+    }
+}
+
+/// A conversation's retention, and the oldest seq it still stores.
+public struct ConversationRetention: Codable, Sendable, Equatable {
+    enum CodingKeys: String, CodingKey {
+        case conversationId = "conversation_id"
+        case retentionDays = "retention_days"
+        case firstSeq = "first_seq"
+    }
+
+    public var conversationId: UUID
+    /// Nil: the server's default.
+    public var retentionDays: Int?
+    public var firstSeq: Int64
+
+    public init(conversationId: UUID, retentionDays: Int?, firstSeq: Int64) {
+        self.conversationId = conversationId
+        self.retentionDays = retentionDays
+        self.firstSeq = firstSeq
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(conversationId.uuidString.lowercased(), forKey: .conversationId)
+        try container.encode(retentionDays, forKey: .retentionDays)
+        try container.encode(firstSeq, forKey: .firstSeq)
+    }
+}

@@ -61,7 +61,7 @@ extension MessagePage {
     public func narrowed(to limit: Int, anchor: PageAnchor) -> MessagePage {
         let (older, newer) = PageScan(anchor: anchor, limit: limit).sides(of: messages)
         let assembled = PageAssembly.assemble(
-            anchor: anchor, limit: limit, lastSeq: lastSeq, older: older, newer: newer, seq: \.seq)
+            anchor: anchor, limit: limit, firstSeq: firstSeq, lastSeq: lastSeq, older: older, newer: newer, seq: \.seq)
         var page = self
         page.messages = assembled.rows
         page.hasOlder = assembled.hasOlder

@@ -289,10 +289,11 @@ final class PageCache: Sendable {
             return nil
         }
         let assembled = PageAssembly.assemble(
-            anchor: anchor, limit: limit, lastSeq: page.lastSeq, older: older, newer: newer, seq: \.seq)
+            anchor: anchor, limit: limit, firstSeq: page.firstSeq, lastSeq: page.lastSeq, older: older, newer: newer,
+            seq: \.seq)
         return MessagePage(
             messages: assembled.rows, hasOlder: assembled.hasOlder, hasNewer: assembled.hasNewer,
-            lastSeq: page.lastSeq, version: page.version)
+            lastSeq: page.lastSeq, version: page.version, firstSeq: page.firstSeq)
     }
 
     /// About what an entry holds in memory.

@@ -38,10 +38,11 @@ extension ScrollbackStore {
         // UNION ALL promises no order across its branches: `sides` restores each side's.
         let (older, newer) = scan.sides(of: messages)
         let page = PageAssembly.assemble(
-            anchor: anchor, limit: limit, lastSeq: head.lastSeq, older: older, newer: newer, seq: \.seq)
+            anchor: anchor, limit: limit, firstSeq: head.firstSeq, lastSeq: head.lastSeq, older: older, newer: newer,
+            seq: \.seq)
         return MessagePage(
             messages: page.rows, hasOlder: page.hasOlder, hasNewer: page.hasNewer, lastSeq: head.lastSeq,
-            version: head.version)
+            version: head.version, firstSeq: head.firstSeq)
     }
 
     /// The seq to open history at for a point in time: the first message at
@@ -78,7 +79,7 @@ extension ScrollbackStore {
     public func changes(in id: UUID, for user: UserID, since version: Int64, limit: Int) async throws -> ChangeSet {
         let rows = try await rows(
             """
-            SELECT c.version AS conversation_version,
+            SELECT c.version AS conversation_version, c.first_seq AS first_seq,
                    \(unescaped: MessageRow.columns("m", conversation: "c.id", readers: MessageRow.readers(user)))
             FROM conversations c
             LEFT JOIN LATERAL (
@@ -92,19 +93,23 @@ extension ScrollbackStore {
             """,
             writes: false, as: .changes)
         var current: Int64?
+        var firstSeq: Int64 = 1
         var messages: [Message] = []
         for row in rows {
             let columns = row.makeRandomAccess()
             current = try columns["conversation_version"].decode(Int64.self)
+            firstSeq = try columns["first_seq"].decode(Int64.self)
             if let message = try MessageRow.decode(columns, alias: "m", conversation: id) { messages.append(message) }
         }
         guard let current else { throw StoreError.conversationNotFound }
         // At most `limit` messages, and fewer when they would make a response of many megabytes.
         let kept = ResponseBudget.fittingCount(
             of: messages.prefix(limit), limit: options.maxResponseBytes, bytes: ResponseBudget.message)
-        guard messages.count > kept else { return ChangeSet(messages: messages, hasMore: false, version: current) }
+        guard messages.count > kept else {
+            return ChangeSet(messages: messages, hasMore: false, version: current, firstSeq: firstSeq)
+        }
         messages.removeLast(messages.count - kept)
-        return ChangeSet(messages: messages, hasMore: true, version: messages.last!.version)
+        return ChangeSet(messages: messages, hasMore: true, version: messages.last!.version, firstSeq: firstSeq)
     }
 }
 
@@ -114,9 +119,9 @@ extension ScrollbackStore {
 /// conversation's last seq and version from the same snapshot, and the
 /// membership check. Both sides are keyset scans on the primary key.
 struct PageStatement: PostgresPreparedStatement {
-    static let name = "scrollback_page_v2"
+    static let name = "scrollback_page_v3"
     static let sql = """
-        SELECT c.last_seq, c.version, \(MessageRow.positional("m", conversation: "c.id", readers: "ARRAY[$2]"))
+        SELECT c.last_seq, c.version, c.first_seq, \(MessageRow.positional("m", conversation: "c.id", readers: "ARRAY[$2]"))
         FROM conversations c
         LEFT JOIN LATERAL (
             (SELECT * FROM messages
@@ -140,6 +145,8 @@ struct PageStatement: PostgresPreparedStatement {
     struct Row: Sendable {
         var lastSeq: Int64
         var version: Int64
+        /// The oldest seq still stored (sql/022: retention).
+        var firstSeq: Int64
         var message: Message?
     }
 
@@ -158,6 +165,6 @@ struct PageStatement: PostgresPreparedStatement {
         var reader = RowReader(row)
         return Row(
             lastSeq: try reader.required(Int64.self), version: try reader.required(Int64.self),
-            message: try reader.message(in: conversation))
+            firstSeq: try reader.required(Int64.self), message: try reader.message(in: conversation))
     }
 }

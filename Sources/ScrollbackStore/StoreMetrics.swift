@@ -44,6 +44,7 @@ public enum StatementName: String, CaseIterable, Sendable {
     case moderation
     case privacy
     case importing
+    case retention
 }
 
 /// Why the store gave up on a statement or on waiting for a connection,

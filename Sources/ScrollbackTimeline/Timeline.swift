@@ -171,6 +171,7 @@ public struct Timeline: Sendable, Equatable {
         case .sendDiscarded(let clientID):
             pending.removeAll { $0.clientId == clientID }
         case .changesApplied(let changes):
+            dropBefore(changes.firstSeq)
             for message in changes.messages where belongs(message) {
                 if isInWindow(message.seq) { store(message) } else { showInReplies(message) }
             }
@@ -250,7 +251,17 @@ public struct Timeline: Sendable, Equatable {
         localIDs[seq] = clientID
     }
 
+    /// Retention removed the conversation's messages below `firstSeq`:
+    /// the window lets them go, and has nothing older than `firstSeq`.
+    private mutating func dropBefore(_ firstSeq: Int64) {
+        guard firstSeq > 1, let oldest = stored.keys.min(), oldest < firstSeq else { return }
+        stored = stored.filter { $0.key >= firstSeq }
+        localIDs = localIDs.filter { $0.key >= firstSeq }
+        if stored.keys.min().map({ $0 <= firstSeq }) ?? true { hasOlder = false }
+    }
+
     private mutating func load(_ page: MessagePage) -> [TimelineEffect] {
+        dropBefore(page.firstSeq)
         var effects: [TimelineEffect] = []
         let pageMessages = page.messages.filter(belongs)
         let pageSeqs = Set(pageMessages.map(\.seq))

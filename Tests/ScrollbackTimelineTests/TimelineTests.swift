@@ -364,3 +364,22 @@ struct History {
         }
     }
 }
+
+@Suite struct TimelineRetentionTests {
+    static func message(_ seq: Int64) -> Message {
+        Message(conversationId: UUID(uuidString: "00000000-0000-0000-0000-000000000001")!, seq: seq, sender: "a", body: "m\(seq)",
+                clientId: nil, createdAt: Date(timeIntervalSince1970: Double(seq)), version: seq)
+    }
+
+    /// A page or a change set whose `firstSeq` passed messages the window
+    /// holds: they go, and nothing older is left to load.
+    @Test func messagesBelowFirstSeqLeaveTheWindow() {
+        var timeline = Timeline(conversationId: UUID(uuidString: "00000000-0000-0000-0000-000000000001")!)
+        timeline.apply(.pageLoaded(MessagePage(messages: (1...20).reversed().map(Self.message), hasOlder: false, hasNewer: false, lastSeq: 20, version: 20)))
+        #expect(timeline.messages.count == 20)
+        timeline.apply(.changesApplied(ChangeSet(messages: [], hasMore: false, version: 21, firstSeq: 11)))
+        #expect(timeline.messages.map(\.seq).sorted() == Array(11...20) && !timeline.hasOlder)
+        timeline.apply(.pageLoaded(MessagePage(messages: (16...20).reversed().map(Self.message), hasOlder: false, hasNewer: false, lastSeq: 20, version: 22, firstSeq: 16)))
+        #expect(timeline.messages.map(\.seq).sorted() == Array(16...20) && !timeline.hasOlder)
+    }
+}

@@ -73,6 +73,9 @@ public func buildApplication(
         logger: logger)
     if live == nil { app.addServices(delivery) }
     app.addServices(UploadSweeper(store: store, options: configuration.uploads, storage: storage, logger: logger))
+    app.addServices(
+        RetentionSweeper(
+            store: store, defaultDays: configuration.retentionDays, interval: configuration.retentionSweep, logger: logger))
     if let objectStoreClient { app.addServices(objectStoreClient) }
     app.addServices(outboxServices(configuration: configuration.outbox, store: store, metrics: metrics, logger: logger))
     // The search's backfill starts once the schema is there and its

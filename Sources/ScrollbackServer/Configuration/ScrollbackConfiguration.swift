@@ -59,6 +59,12 @@ public struct ScrollbackConfiguration: Sendable {
     /// `SCROLLBACK_WEBHOOK_TIMEOUT`, `SCROLLBACK_OUTBOX_RETRY_WINDOW`,
     /// `SCROLLBACK_OUTBOX_BACKOFF_CAP`, `SCROLLBACK_OUTBOX_RETENTION`.
     public var outbox = OutboxOptions()
+    /// `SCROLLBACK_RETENTION_DAYS`: how long messages are kept where a
+    /// conversation sets no retention of its own; nil (the default) keeps
+    /// them forever.
+    public var retentionDays: Int?
+    /// `SCROLLBACK_RETENTION_SWEEP_SECONDS`: how often the retention sweeper runs.
+    public var retentionSweep = Duration.seconds(300)
 
     public init() {}
 
@@ -166,6 +172,12 @@ public struct ScrollbackConfiguration: Sendable {
             uploads.maxPending = try Self.integer(text, "SCROLLBACK_MAX_PENDING_UPLOADS", in: 1...100_000)
         }
         uploads.objectStorage = try Self.objectStorage(value)
+        if let text = value("SCROLLBACK_RETENTION_DAYS") {
+            retentionDays = try Self.integer(text, "SCROLLBACK_RETENTION_DAYS", in: 1...36_500)
+        }
+        if let text = value("SCROLLBACK_RETENTION_SWEEP_SECONDS") {
+            retentionSweep = .seconds(try Self.integer(text, "SCROLLBACK_RETENTION_SWEEP_SECONDS", in: 1...86_400))
+        }
         if let text = value("SCROLLBACK_WEBHOOK_URL") {
             outbox.webhookURL = try OutboxOptions.endpoint(text, "SCROLLBACK_WEBHOOK_URL")
             outbox.webhookSecret = try OutboxOptions.secret(

@@ -18,6 +18,7 @@ struct AdminController {
         group.get("users/:user_id/export", use: export)
         group.delete("users/:user_id", use: erase)
         group.post("import", use: importHistory)
+        group.put("conversations/:id/retention", use: setRetention)
     }
 
     /// A system message → 201, or 200 with the message stored the first
@@ -161,6 +162,21 @@ struct AdminController {
             $0["problems"] = "\(report.problemCount)"
         }
         return JSONBody(report, status: report.problemCount > 0 && !dryRun ? .unprocessableContent : .ok)
+    }
+
+    /// How long conversation `id` keeps its messages: `days` (0: forever),
+    /// or null for the server's default → 200 with it and the oldest seq
+    /// still stored. The sweeper removes older messages at its next pass.
+    @Sendable func setRetention(_ request: Request, context: ScrollbackRequestContext) async throws
+        -> JSONBody<ConversationRetention>
+    {
+        let id = try ConversationController.conversationID(context)
+        let input = try await RequestBody.decode(RetentionRequest.self, from: request, context: context)
+        if let days = input.days, !(0...36_500).contains(days) {
+            throw APIError.unprocessable(.invalidField, "Field `days` must be 0 (keep forever) to 36500, or null for the server's default.")
+        }
+        context.auditDetail.withLockedValue { $0["retention_days"] = input.days.map(String.init) ?? "default" }
+        return JSONBody(try await store.setRetention(input.days, for: id))
     }
 
     static func reportID(_ context: ScrollbackRequestContext) throws -> UUID {
