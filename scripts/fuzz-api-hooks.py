@@ -4,8 +4,11 @@ A conversation-list cursor is opaque: only a `next_cursor` the list returned
 is valid, and no generator can invent one. Wherever a case carries a cursor of
 the documented shape, it gets the real cursor that scripts/fuzz-api fetched
 for the user (FUZZ_API_CURSOR), so the rest of the case is what gets tested;
-the mentions list's `before` likewise (FUZZ_API_MENTIONS_CURSOR). A cursor
-outside the shape (a negative case) is left as it is.
+the mentions list's `before` likewise (FUZZ_API_MENTIONS_CURSOR), and the
+`before` of the operator's lists, the moderation queue's
+(FUZZ_API_REPORTS_CURSOR) and the audit log's (FUZZ_API_AUDIT_CURSOR). A
+cursor outside the shape (a negative case) is left as it is. (Real report
+ids, like the other path parameters, come from the run's configuration.)
 
 A page of history (and of a thread) takes its query as one form-exploded object (`page` in
 openapi.yaml). A negative case that turns one of its values into an object or
@@ -26,9 +29,16 @@ import re
 
 import schemathesis
 
-CURSOR = os.environ["FUZZ_API_CURSOR"]
-MENTIONS_CURSOR = os.environ["FUZZ_API_MENTIONS_CURSOR"]
 USER = os.environ["FUZZ_API_USER"]
+# The operator's run has no conversation list or mentions of its own.
+CURSOR = os.environ.get("FUZZ_API_CURSOR", "")
+MENTIONS_CURSOR = os.environ.get("FUZZ_API_MENTIONS_CURSOR", "")
+# The real `next` that each list paged with `before` returned, by operation.
+BEFORE_CURSORS = {
+    "GET /v1/mentions": MENTIONS_CURSOR,
+    "GET /v1/admin/reports": os.environ["FUZZ_API_REPORTS_CURSOR"],
+    "GET /v1/admin/audit": os.environ["FUZZ_API_AUDIT_CURSOR"],
+}
 SHAPE = re.compile(r"[A-Za-z0-9_-]{1,96}")
 PAGE_QUERY = {
     "limit", "before", "after", "around", "around_time", "viewport_height", "viewport_width", "font_size",
@@ -57,8 +67,9 @@ def map_case(context, case):
         cursor = case.query.get("cursor")
         if isinstance(cursor, str) and SHAPE.fullmatch(cursor):
             case.query["cursor"] = CURSOR
-    if case.operation.label == "GET /v1/mentions" and case.query:
+    real = BEFORE_CURSORS.get(case.operation.label)
+    if real and case.query:
         cursor = case.query.get("before")
         if isinstance(cursor, str) and SHAPE.fullmatch(cursor):
-            case.query["before"] = MENTIONS_CURSOR
+            case.query["before"] = real
     return case

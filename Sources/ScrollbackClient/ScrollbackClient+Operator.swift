@@ -139,8 +139,22 @@ extension ScrollbackClient {
         request.headers.add(name: "Authorization", value: "Bearer \(try await token())")
         request.headers.add(name: "Content-Type", value: "application/x-ndjson")
         request.body = .stream(chunks, length: .known(total))
-        let response = try await http.execute(request, timeout: .hours(6))
-        let body = Data(try await response.body.collect(upTo: 16 << 20).readableBytesView)
+        // The answer comes once the server has checked and stored it all,
+        // minutes after the last byte for millions of lines: a client of its
+        // own, with no read timeout shorter than that.
+        var configuration = HTTPClient.Configuration()
+        configuration.timeout = .init(connect: .seconds(10), read: .hours(6))
+        let client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+        let body: Data
+        let response: HTTPClientResponse
+        do {
+            response = try await client.execute(request, timeout: .hours(6))
+            body = Data(try await response.body.collect(upTo: 16 << 20).readableBytesView)
+        } catch {
+            try? await client.shutdown()
+            throw error
+        }
+        try? await client.shutdown()
         guard response.status == .ok || response.status == .unprocessableEntity,
             let report = try? ScrollbackJSON.decoder().decode(ImportReport.self, from: body)
         else {

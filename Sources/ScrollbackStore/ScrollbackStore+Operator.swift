@@ -82,11 +82,11 @@ extension ScrollbackStore {
     /// Resolves report `id` with `action`, applying it as the system (with
     /// the owner's rights in the conversation): deleting the reported
     /// message, or removing or banning its sender (a reported user, from
-    /// `conversation`). Resolving again with the same action answers the
-    /// resolution as it is; with another, `reportResolvedOtherwise`. The
-    /// action is applied before the report is marked resolved, and each
-    /// action changes nothing when applied twice, so a call that failed
-    /// halfway is retried as it is.
+    /// `conversation`). The first resolution claims the report, then its
+    /// action is applied, then the report is marked resolved. Resolving
+    /// again with the same action answers the resolution (applying it again
+    /// if the first call stopped before marking it); with another,
+    /// `reportResolvedOtherwise`, and nothing is applied.
     public func resolveReport(
         _ id: UUID, action: ModerationAction, note: String?, conversation: UUID?, by actor: String
     ) async throws -> ModerationReport {
@@ -111,13 +111,29 @@ extension ScrollbackStore {
         case (_, nil, _, nil):
             throw MalformedRow()
         }
-        if let resolution = current.resolution {
-            guard resolution.action == action, resolution.conversationId == target?.conversation else {
-                throw StoreError.reportResolvedOtherwise
-            }
-            return current
+        // The first resolution claims the report; only the claimed action is
+        // ever applied, so moderators resolving it at once with different
+        // actions cannot both act. (Two statements: the read after the
+        // claim sees a claim that committed while this one waited.)
+        _ = try await rows(
+            """
+            UPDATE reports
+            SET action = \(action.rawValue), action_conversation_id = \(target?.conversation), resolved_by = \(actor),
+                resolution_note = \(note)
+            WHERE id = \(id) AND action IS NULL
+            """,
+            writes: true, as: .moderation)
+        let claims = try await rows(
+            "SELECT action, action_conversation_id FROM reports WHERE id = \(id)", writes: false, as: .moderation)
+        guard let (claimed, claimedConversation) = try claims.first?.decode((String?, UUID?).self) else {
+            throw StoreError.reportNotFound
         }
-        if let target {
+        guard claimed == action.rawValue, claimedConversation == target?.conversation else {
+            throw StoreError.reportResolvedOtherwise
+        }
+        if current.resolution == nil, let target {
+            // Each action changes nothing when applied again: a retry, or a
+            // resolution that stopped before it was marked, applies it as is.
             switch action {
             case .none:
                 break
@@ -134,19 +150,9 @@ extension ScrollbackStore {
             }
         }
         _ = try await rows(
-            """
-            UPDATE reports
-            SET status = 'resolved', resolved_at = now(), resolved_by = \(actor), action = \(action.rawValue),
-                action_conversation_id = \(target?.conversation), resolution_note = \(note)
-            WHERE id = \(id) AND status = 'open'
-            """,
+            "UPDATE reports SET status = 'resolved', resolved_at = now() WHERE id = \(id) AND status = 'open'",
             writes: true, as: .moderation)
-        let resolved = try await moderationReport(id)
-        // Another call resolved it in between: the same answer as a retry.
-        guard resolved.resolution?.action == action, resolved.resolution?.conversationId == target?.conversation else {
-            throw StoreError.reportResolvedOtherwise
-        }
-        return resolved
+        return try await moderationReport(id)
     }
 
     private static let moderationColumns = """

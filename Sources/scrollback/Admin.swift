@@ -47,6 +47,7 @@ struct Admin: AsyncParsableCommand {
             let bar = ProgressBar()
             let report = try await client.importHistory(from: URL(fileURLWithPath: file), dryRun: dryRun) { sent, total in
                 bar.show(sent, of: total)
+                if sent == total { bar.sent() }
             }
             bar.finish()
             let seconds = (ContinuousClock.now - started) / .seconds(1)
@@ -118,6 +119,7 @@ struct Admin: AsyncParsableCommand {
 final class ProgressBar: @unchecked Sendable {
     private let lock = NSLock()
     private var lastDrawn = ContinuousClock.now - .seconds(1)
+    private var announced = false
 
     func show(_ done: Int64, of total: Int64) {
         lock.lock()
@@ -134,5 +136,14 @@ final class ProgressBar: @unchecked Sendable {
 
     func finish() {
         FileHandle.standardError.write(Data("\n".utf8))
+    }
+
+    /// The last byte went out: the server checks and stores the lines now.
+    func sent() {
+        lock.lock()
+        defer { lock.unlock() }
+        guard !announced else { return }
+        announced = true
+        FileHandle.standardError.write(Data("\nall sent; the server checks and stores the lines...".utf8))
     }
 }

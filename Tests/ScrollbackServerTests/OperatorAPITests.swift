@@ -223,11 +223,40 @@ import Testing
             #expect(done.reports.first { $0.report.id == filed[1].id }?.resolution?.note == "third strike")
             #expect(try await cluster.request(.GET, "/v1/admin/reports?status=closed", token: server).status == 400)
 
+            // Moderators resolving one report at once with different actions:
+            // only the action that claimed it is applied.
+            let carols = try await cluster.request(.POST, "/v1/conversations/\(id)/messages", as: "carol", body: #"{"body": "borderline"}"#)
+            let carolsSeq = try carols.decode(MessageEnvelope.self).message.seq
+            let contested = try await cluster.request(
+                .POST, "/v1/reports", as: "alice", body: #"{"conversation_id": "\#(id)", "seq": \#(carolsSeq), "reason": "other"}"#
+            ).decode(Report.self)
+            let raced = try await withThrowingTaskGroup(of: LiveCluster.HTTPReply.self) { group in
+                for n in 0..<12 {
+                    group.addTask {
+                        try await cluster.request(
+                            .POST, "/v1/admin/reports/\(contested.id)/resolve", token: server,
+                            body: n % 2 == 0 ? #"{"action": "delete_message"}"# : #"{"action": "ban_user"}"#, on: n % 2)
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            let winner = try #require(try raced.first { $0.status == 200 }?.decode(ModerationReport.self).resolution?.action)
+            #expect(raced.filter { $0.status == 200 }.count == 6 && raced.filter { $0.status == 409 }.count == 6, "\(raced.map(\.status))")
+            let carolStays = try await cluster.store.members(of: id, for: "alice").contains { $0.userId == "carol" }
+            let carolsMessage = try await cluster.store.page(of: id, for: "alice", anchor: .around(carolsSeq), limit: 1, minVersion: 0)
+                .messages.first { $0.seq == carolsSeq }
+            if winner == .deleteMessage {
+                #expect(carolStays && carolsMessage?.deleted == true, "the ban was applied too")
+            } else {
+                #expect(!carolStays && carolsMessage?.deleted == false, "the deletion was applied too")
+            }
+
             // Each resolution is in the audit log with its action.
             let log = try await cluster.request(.GET, "/v1/admin/audit?limit=100", token: server).decode(AuditPage.self)
             let resolutions = log.entries.filter { $0.path.hasSuffix("/resolve") && $0.status == 200 }
-            #expect(resolutions.count == 13)
-            #expect(resolutions.first?.detail == ["report_id": filed[1].id.uuidString.lowercased(), "action": "ban_user"])
+            #expect(resolutions.count == 13 + 6)
+            let userReportResolution = resolutions.first { $0.path.lowercased().contains(filed[1].id.uuidString.lowercased()) }
+            #expect(userReportResolution?.detail == ["report_id": filed[1].id.uuidString.lowercased(), "action": "ban_user"])
         }
     }
 

@@ -162,23 +162,26 @@ enum AttachmentDownload {
         guard let match = header.wholeMatch(of: #/bytes=(\d{0,18})-(\d{0,18})/#) else { return nil }
         let first = Int64(match.1)
         let last = Int64(match.2)
-        let range: Range<Int64>
+        // The bounds, checked before a `Range` value is made of them: a start
+        // past the end names no byte (416), it must never make an empty or
+        // inverted range.
+        let bounds: (lower: Int64, upper: Int64)
         switch (first, last) {
         case (let first?, let last?) where first <= last:
-            range = first..<min(last + 1, size)
+            bounds = (first, min(last + 1, size))
         case (let first?, nil):
-            range = first..<size
+            bounds = (first, size)
         case (nil, let suffix?) where suffix > 0:
-            range = max(0, size - suffix)..<size
+            bounds = (max(0, size - suffix), size)
         default:
             return nil
         }
-        guard !range.isEmpty, range.lowerBound < size else {
+        guard bounds.lower < bounds.upper else {
             throw APIError(
                 .rangeNotSatisfiable, .rangeNotSatisfiable,
                 "`Range` names no byte of this \(size)-byte attachment (got \(header)).",
                 headers: [.contentRange: "bytes */\(size)"])
         }
-        return range
+        return bounds.lower..<bounds.upper
     }
 }
