@@ -19,6 +19,7 @@ public struct Conversation: Codable, Sendable, Hashable {
         case mutedUntil = "muted_until"
         case role
         case slowModeSeconds = "slow_mode_seconds"
+        case firstSeq = "first_seq"
     }
 
     public var id: UUID
@@ -55,12 +56,15 @@ public struct Conversation: Codable, Sendable, Hashable {
     /// Slow mode: members (not owners or admins) may send one message per
     /// this many seconds; 0 is off.
     public var slowModeSeconds: Int
+    /// The oldest seq the conversation still stores: 1, or past it once
+    /// retention removed older messages (`MessagePage.firstSeq`).
+    public var firstSeq: Int64
 
     public init(
         id: UUID, title: String?, createdBy: String, createdAt: Date, lastSeq: Int64, members: [String],
         readSeq: Int64 = 0, unreadCount: Int64 = 0, unreadMentions: Int64 = 0, lastMessage: Message? = nil,
         version: Int64 = 0, activity: Int64 = 0, muted: Bool = false, mutedUntil: Date? = nil,
-        role: MemberRole = .member, slowModeSeconds: Int = 0
+        role: MemberRole = .member, slowModeSeconds: Int = 0, firstSeq: Int64 = 1
     ) {
         self.id = id
         self.title = title
@@ -78,11 +82,12 @@ public struct Conversation: Codable, Sendable, Hashable {
         self.mutedUntil = mutedUntil
         self.role = role
         self.slowModeSeconds = slowModeSeconds
+        self.firstSeq = firstSeq
     }
 
     /// `version`, `activity`, `unread_mentions` and `slow_mode_seconds` may
     /// be absent (servers before they existed): 0; `muted`: false; `role`:
-    /// member.
+    /// member; `first_seq`: 1.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         id = try container.decode(UUID.self, forKey: .id)
@@ -101,6 +106,7 @@ public struct Conversation: Codable, Sendable, Hashable {
         mutedUntil = try container.decodeIfPresent(Date.self, forKey: .mutedUntil)
         role = try container.decodeIfPresent(MemberRole.self, forKey: .role) ?? .member
         slowModeSeconds = try container.decodeIfPresent(Int.self, forKey: .slowModeSeconds) ?? 0
+        firstSeq = try container.decodeIfPresent(Int64.self, forKey: .firstSeq) ?? 1
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -122,6 +128,7 @@ public struct Conversation: Codable, Sendable, Hashable {
         try container.encode(mutedUntil, forKey: .mutedUntil)
         try container.encode(role, forKey: .role)
         try container.encode(slowModeSeconds, forKey: .slowModeSeconds)
+        try container.encode(firstSeq, forKey: .firstSeq)
     }
 }
 
@@ -266,6 +273,8 @@ extension Conversation: JSONWritable {
         writer.timestamp(createdAt)
         writer.key("created_by")
         writer.string(createdBy)
+        writer.key("first_seq")
+        writer.number(firstSeq)
         writer.key("id")
         writer.uuid(id)
         writer.key("last_message")

@@ -83,7 +83,7 @@ extension ScrollbackStore {
     /// marker, unread count and the newest message as a preview. Selected from
     /// `members me JOIN conversations c LEFT JOIN messages lm`.
     static let conversationColumns = """
-        c.id, c.title, c.created_by, c.created_at, c.last_seq, c.version, c.activity,
+        c.id, c.title, c.created_by, c.created_at, c.last_seq, c.version, c.activity, c.first_seq,
         ARRAY(SELECT user_id FROM members WHERE conversation_id = c.id ORDER BY user_id COLLATE "C") AS members,
         me.read_seq, \(unreadCount) AS unread_count, \(unreadMentions) AS unread_mentions,
         \(mutedNow) AS muted, CASE WHEN \(mutedNow) THEN me.muted_until END AS muted_until,
@@ -139,7 +139,8 @@ extension ScrollbackStore {
             version: try columns["version"].decode(Int64.self), activity: try columns["activity"].decode(Int64.self),
             muted: try columns["muted"].decode(Bool.self), mutedUntil: try columns["muted_until"].decode(Date?.self),
             role: MemberRole(rawValue: try columns["role"].decode(String.self)) ?? .member,
-            slowModeSeconds: Int(try columns["slow_mode_seconds"].decode(Int32.self)))
+            slowModeSeconds: Int(try columns["slow_mode_seconds"].decode(Int32.self)),
+            firstSeq: try columns["first_seq"].decode(Int64.self))
         return conversation
     }
 

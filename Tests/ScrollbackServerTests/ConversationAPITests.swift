@@ -20,7 +20,7 @@ import Testing
                 Set(object.keys) == [
                     "id", "title", "created_by", "created_at", "last_seq", "members", "read_seq", "unread_count",
                     "unread_mentions", "last_message", "version", "activity", "muted", "muted_until", "role",
-                    "slow_mode_seconds",
+                    "slow_mode_seconds", "first_seq",
                 ])
             let timestamp = try #require(object["created_at"] as? String)
             #expect(timestamp.wholeMatch(of: /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/) != nil, "\(timestamp)")

@@ -95,6 +95,8 @@ import Testing
             #expect(try refused.decode(ImportReport.self).problems.first?.message.contains("already has messages") == true)
 
             #expect(try await cluster.request(.POST, "/v1/admin/import", as: "alice", body: file).status == 403)
+            let blank = try await cluster.request(.POST, "/v1/admin/import", token: server, body: "\n\n")
+            #expect(blank.status == 400 && blank.code == .invalidJSON)
         }
     }
 

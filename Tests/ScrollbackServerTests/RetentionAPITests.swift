@@ -58,6 +58,8 @@ import Testing
             let changes = try await cluster.store.changes(in: id, for: "bob", since: before.version, limit: 100)
             #expect(changes.firstSeq == 2101)
             #expect(try await cluster.store.values(Int64.self, "SELECT count(*) FROM reactions").first == 0)
+            let listed = try await cluster.request(.GET, "/v1/conversations/\(id)", as: "bob").decode(Conversation.self)
+            #expect(listed.firstSeq == 2101 && listed.lastSeq == 2500)
             let untouched = try await cluster.store.page(of: other, for: "carol", anchor: .newest, limit: 100, minVersion: 0)
             #expect(untouched.messages.count == 50 && untouched.firstSeq == 1)
             // Kept forever (0), whatever the default says.

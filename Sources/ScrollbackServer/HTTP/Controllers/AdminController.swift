@@ -156,6 +156,9 @@ struct AdminController {
             context.refuseRestOfRequest()
             throw error
         }
+        guard report.lines > 0 else {
+            throw APIError.badRequest(.invalidJSON, "The import is empty: send NDJSON, one line per conversation, member, message, reaction or read marker.")
+        }
         context.auditDetail.withLockedValue {
             $0["dry_run"] = "\(dryRun)"
             $0["messages"] = "\(report.messages)"
