@@ -140,7 +140,7 @@ import Testing
         try await LiveCluster.run { cluster in
             let server = try await cluster.tokens.serverToken(named: "migration", ttl: 600)
             let id = UUID()
-            let file = try Self.ndjson(Self.history(id, count: 60_000))
+            let file = try Self.ndjson(Self.history(id, count: 20_000))
             let importing = Task {
                 try await cluster.request(.POST, "/v1/admin/import", token: server, body: file)
             }
@@ -167,9 +167,9 @@ import Testing
 
             let whole = try await cluster.request(.POST, "/v1/admin/import", token: server, body: file)
             #expect(whole.status == 200)
-            #expect(try whole.decode(ImportReport.self).messages == 60_000)
+            #expect(try whole.decode(ImportReport.self).messages == 20_000)
             let seqs = try await cluster.store.values(Int64.self, "SELECT last_seq FROM conversations WHERE id = \(id)")
-            #expect(seqs == [60_000])
+            #expect(seqs == [20_000])
         }
     }
 }
