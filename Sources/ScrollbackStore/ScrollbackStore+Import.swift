@@ -76,6 +76,8 @@ extension ScrollbackStore {
         for statement: PostgresQuery in [
             "SET LOCAL statement_timeout = 0",
             "SET LOCAL scrollback.import = 'on'",
+            // What `pg_stat_activity` shows for it: an import, and of which schema.
+            "SELECT set_config('application_name', 'scrollback import ' || current_schema(), true)",
             """
             CREATE TEMP TABLE import_lines (
                 line            integer PRIMARY KEY,

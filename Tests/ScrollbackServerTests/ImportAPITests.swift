@@ -136,6 +136,8 @@ import Testing
 
     /// The database connection of an import dies while it stages lines:
     /// nothing of it is stored; the same import run again stores it all.
+    /// (The import names itself and its schema in `application_name`, so
+    /// only this test's import is cut when other tests share the database.)
     @Test func anImportCutHalfwayStoresNothingAndRunsAgainWhole() async throws {
         try await LiveCluster.run { cluster in
             let server = try await cluster.tokens.serverToken(named: "migration", ttl: 600)
@@ -150,7 +152,8 @@ import Testing
                     let rows = try await connection.query(
                         """
                         SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-                        WHERE query LIKE '%INSERT INTO import_lines%' AND pid <> pg_backend_pid()
+                        WHERE application_name = \("scrollback import " + cluster.schema)
+                          AND query LIKE '%INSERT INTO import_lines%' AND pid <> pg_backend_pid()
                         """,
                         logger: connection.logger
                     ).collect()
