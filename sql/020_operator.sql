@@ -24,16 +24,15 @@ BEGIN
     RETURN QUERY
     WITH sends AS (
         SELECT s.n, s.conversation_id, s.sender, s.body, s.client_id, s.reply_to,
-               mb.user_id IS NOT NULL AS member, mb.role
+               -- The system (sender ''): a member of every conversation, with the
+               -- owner's rights. A member's send pays one comparison for it.
+               mb.user_id IS NOT NULL
+                   OR (s.sender = '' AND EXISTS (SELECT 1 FROM conversations sc WHERE sc.id = s.conversation_id))
+                   AS member,
+               COALESCE(mb.role, 'owner') AS role
         FROM unnest(conversation_ids, senders, bodies, client_ids, reply_tos) WITH ORDINALITY
             AS s (conversation_id, sender, body, client_id, reply_to, n)
-        LEFT JOIN LATERAL (
-            SELECT m.user_id, m.role FROM members m
-            WHERE m.conversation_id = s.conversation_id AND m.user_id = s.sender
-            UNION ALL
-            -- The system (sender ''): a member of every conversation, with the owner's rights.
-            SELECT '', 'owner' FROM conversations c WHERE s.sender = '' AND c.id = s.conversation_id
-        ) mb ON true
+        LEFT JOIN members mb ON mb.conversation_id = s.conversation_id AND mb.user_id = s.sender
     ), listed AS (
         -- Each attachment of each send, with whether it may be sent by it.
         SELECT a.send_n, a.ord, u.id, u.kind, u.content_type, u.size, u.filename, u.width, u.height, u.blurhash,

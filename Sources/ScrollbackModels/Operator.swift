@@ -71,6 +71,13 @@ public struct ReportedMessage: Codable, Sendable, Hashable {
         self.body = body
         self.version = version
     }
+
+    /// The message a report kept, from its columns: nil for a report of a
+    /// user (none of them), or a body an erasure took.
+    public init?(sender: String?, body: String?, version: Int64?) {
+        guard let sender, let body, let version else { return nil }
+        self.init(sender: sender, body: body, version: version)
+    }
 }
 
 /// How the operator resolved a report.

@@ -92,25 +92,35 @@ extension ScrollbackStore {
     ) async throws -> ModerationReport {
         let current = try await moderationReport(id)
         let report = current.report
-        let target: (conversation: UUID, user: UserID?, seq: Int64?)?
+        // What the action acts on: nothing, the reported message, or a member.
+        enum Target {
+            case message(conversation: UUID, seq: Int64)
+            case member(UserID, in: UUID)
+        }
+        let target: Target?
         switch (action, report.conversationId, report.seq, report.userId) {
         case (.none, _, _, _):
             target = nil
         case (.deleteMessage, let reported?, let seq?, _):
-            target = (reported, nil, seq)
+            target = .message(conversation: reported, seq: seq)
         case (.deleteMessage, _, _, _):
             throw StoreError.resolutionNotApplicable(.noMessage)
         case (_, let reported?, _, _):
             guard let sender = current.message?.sender, !sender.isEmpty else {
                 throw StoreError.resolutionNotApplicable(.systemSender)
             }
-            target = (reported, UserID(rawValue: sender), nil)
+            target = .member(UserID(rawValue: sender), in: reported)
         case (_, nil, _, let user?):
             guard let conversation else { throw StoreError.resolutionNotApplicable(.needsConversation) }
-            target = (conversation, UserID(rawValue: user), nil)
+            target = .member(UserID(rawValue: user), in: conversation)
         case (_, nil, _, nil):
             throw MalformedRow()
         }
+        let targetConversation: UUID? =
+            switch target {
+            case .message(let conversation, _), .member(_, let conversation): conversation
+            case nil: nil
+            }
         // The first resolution claims the report; only the claimed action is
         // ever applied, so moderators resolving it at once with different
         // actions cannot both act. (Two statements: the read after the
@@ -118,7 +128,7 @@ extension ScrollbackStore {
         _ = try await rows(
             """
             UPDATE reports
-            SET action = \(action.rawValue), action_conversation_id = \(target?.conversation), resolved_by = \(actor),
+            SET action = \(action.rawValue), action_conversation_id = \(targetConversation), resolved_by = \(actor),
                 resolution_note = \(note)
             WHERE id = \(id) AND action IS NULL
             """,
@@ -128,25 +138,25 @@ extension ScrollbackStore {
         guard let (claimed, claimedConversation) = try claims.first?.decode((String?, UUID?).self) else {
             throw StoreError.reportNotFound
         }
-        guard claimed == action.rawValue, claimedConversation == target?.conversation else {
+        guard claimed == action.rawValue, claimedConversation == targetConversation else {
             throw StoreError.reportResolvedOtherwise
         }
-        if current.resolution == nil, let target {
-            // Each action changes nothing when applied again: a retry, or a
-            // resolution that stopped before it was marked, applies it as is.
-            switch action {
-            case .none:
-                break
-            case .deleteMessage:
-                if let seq = target.seq { _ = try await delete(seq, in: target.conversation, by: .system) }
-            case .removeUser:
+        // Each action changes nothing when applied again: a retry, or a
+        // resolution that stopped before it was marked, applies it as is.
+        if current.resolution == nil {
+            switch (action, target) {
+            case (.deleteMessage, .message(let conversation, let seq)?):
+                _ = try await delete(seq, in: conversation, by: .system)
+            case (.removeUser, .member(let user, let conversation)?):
                 do {
-                    try await removeMember(target.user ?? .system, from: target.conversation, by: .system)
+                    try await removeMember(user, from: conversation, by: .system)
                 } catch StoreError.memberNotFound {
                     // Removed already (by this call's first attempt, or by anyone).
                 }
-            case .banUser:
-                try await removeMember(target.user ?? .system, from: target.conversation, by: .system, ban: true)
+            case (.banUser, .member(let user, let conversation)?):
+                try await removeMember(user, from: conversation, by: .system, ban: true)
+            default:
+                break  // `none`
             }
         }
         _ = try await rows(
@@ -156,24 +166,16 @@ extension ScrollbackStore {
     }
 
     private static let moderationColumns = """
-        r.id, r.conversation_id, r.seq, r.user_id, r.reason, r.note, r.status, r.created_at, r.reporter,
-        r.message_sender, r.message_body, r.message_version,
+        \(reportColumns), r.reporter, r.message_sender, r.message_body, r.message_version,
         r.action, r.resolution_note, r.action_conversation_id, r.resolved_by, r.resolved_at
         """
 
     private static func moderationReport(_ row: PostgresRow) throws -> ModerationReport {
         var reader = RowReader(row)
-        let report = Report(
-            id: try reader.required(UUID.self), conversationId: try reader.next(UUID.self), seq: try reader.next(Int64.self),
-            userId: try reader.next(String.self),
-            reason: ReportReason(rawValue: try reader.required(String.self)) ?? .other, note: try reader.next(String.self),
-            status: ReportStatus(rawValue: try reader.required(String.self)) ?? .open,
-            createdAt: try reader.required(Date.self))
+        let report = try decodeReport(&reader)
         let reporter = try reader.required(String.self)
-        let (sender, body, version) = (try reader.next(String.self), try reader.next(String.self), try reader.next(Int64.self))
-        let message = sender.flatMap { sender in
-            body.flatMap { body in version.map { ReportedMessage(sender: sender, body: body, version: $0) } }
-        }
+        let message = ReportedMessage(
+            sender: try reader.next(String.self), body: try reader.next(String.self), version: try reader.next(Int64.self))
         let (action, note, conversation, by, at) = (
             try reader.next(String.self), try reader.next(String.self), try reader.next(UUID.self),
             try reader.next(String.self), try reader.next(Date.self)

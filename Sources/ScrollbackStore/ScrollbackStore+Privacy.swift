@@ -121,19 +121,13 @@ extension ScrollbackStore {
         }
         for row in try await rows(
             """
-            SELECT id, conversation_id, seq, user_id, reason, note, status, created_at FROM reports
-            WHERE reporter = \(user.rawValue) ORDER BY created_at, id
+            SELECT \(unescaped: Self.reportColumns) FROM reports r
+            WHERE r.reporter = \(user.rawValue) ORDER BY r.created_at, r.id
             """,
             writes: false, as: .privacy)
         {
-            let (id, conversation, seq, reported, reason, note, status, at) = try row.decode(
-                (UUID, UUID?, Int64?, String?, String, String?, String, Date).self)
-            try await emit(
-                .report(
-                    Report(
-                        id: id, conversationId: conversation, seq: seq, userId: reported,
-                        reason: ReportReason(rawValue: reason) ?? .other, note: note,
-                        status: ReportStatus(rawValue: status) ?? .open, createdAt: at)))
+            var reader = RowReader(row)
+            try await emit(.report(try Self.decodeReport(&reader)))
         }
         for block in try await blocks(of: user) { try await emit(.block(block)) }
     }

@@ -131,18 +131,28 @@ extension ScrollbackStore {
     {
         let rows = try await rows(
             """
-            SELECT id, conversation_id, seq, user_id, reason, note, status, created_at FROM reports
-            WHERE reporter = \(reporter.rawValue)
-              AND conversation_id IS NOT DISTINCT FROM \(conversation) AND seq IS NOT DISTINCT FROM \(seq)
-              AND user_id IS NOT DISTINCT FROM \(user?.rawValue)
+            SELECT \(unescaped: Self.reportColumns) FROM reports r
+            WHERE r.reporter = \(reporter.rawValue)
+              AND r.conversation_id IS NOT DISTINCT FROM \(conversation) AND r.seq IS NOT DISTINCT FROM \(seq)
+              AND r.user_id IS NOT DISTINCT FROM \(user?.rawValue)
             """,
             writes: false, as: .reports)
         guard let row = rows.first else { return nil }
-        let (id, conversationID, reportedSeq, userID, reason, note, status, at) = try row.decode(
-            (UUID, UUID?, Int64?, String?, String, String?, String, Date).self)
-        return Report(
-            id: id, conversationId: conversationID, seq: reportedSeq, userId: userID,
-            reason: ReportReason(rawValue: reason) ?? .other, note: note, status: ReportStatus(rawValue: status) ?? .open, createdAt: at)
+        var reader = RowReader(row)
+        return try Self.decodeReport(&reader)
+    }
+
+    /// A report's columns (of `reports r`), in the order `decodeReport` reads them.
+    static let reportColumns = "r.id, r.conversation_id, r.seq, r.user_id, r.reason, r.note, r.status, r.created_at"
+
+    /// The report in the next columns of `reader` (`reportColumns`).
+    static func decodeReport(_ reader: inout RowReader) throws -> Report {
+        Report(
+            id: try reader.required(UUID.self), conversationId: try reader.next(UUID.self), seq: try reader.next(Int64.self),
+            userId: try reader.next(String.self),
+            reason: ReportReason(rawValue: try reader.required(String.self)) ?? .other, note: try reader.next(String.self),
+            status: ReportStatus(rawValue: try reader.required(String.self)) ?? .open,
+            createdAt: try reader.required(Date.self))
     }
 
     /// What a report recorded of its message, as it was reported: for the
@@ -171,9 +181,7 @@ extension ScrollbackStore {
         for row in rows {
             let (id, reporter, reason, note, conversation, seq, user, sender, body, version) = try row.decode(
                 (UUID, String, String, String?, UUID?, Int64?, String?, String?, String?, Int64?).self)
-            let message = sender.flatMap { sender in
-                body.flatMap { body in version.map { ReportEventData.ReportedMessage(sender: sender, body: body, version: $0) } }
-            }
+            let message = ReportedMessage(sender: sender, body: body, version: version)
             reports[id] = ReportEventData(
                 id: id, reporter: reporter, reason: ReportReason(rawValue: reason) ?? .other, note: note,
                 conversationId: conversation, seq: seq, userId: user, message: message)

@@ -85,13 +85,8 @@ struct AuditLog {
             response = try await next(request, context)
             status = response.status.code
         } catch {
-            let status: Int
-            switch error {
-            case let error as StoreError: status = APIError(error).status.code
-            case let error as any HTTPResponseError: status = error.status.code
-            default: status = 500
-            }
-            await finish(entry, status: status, context: context)
+            // The status the client is answered with (ErrorMiddleware's translation).
+            await finish(entry, status: (APIError(answering: error) ?? .unexpected).status.code, context: context)
             throw error
         }
         await finish(entry, status: status, context: context)

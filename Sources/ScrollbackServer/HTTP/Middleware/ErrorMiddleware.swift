@@ -16,17 +16,12 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
     {
         do {
             return try await next(request, context)
-        } catch let error as APIError {
-            return try error.response(from: request, context: context)
-        } catch let error as StoreError {
-            return try APIError(error).response(from: request, context: context)
-        } catch let error as HTTPError {
-            return try Self.translate(error, maxBodyBytes: maxBodyBytes).response(from: request, context: context)
         } catch {
-            context.logger.error("unexpected error", metadata: ["error": "\(String(reflecting: error))"])
-            return try APIError(
-                .internalServerError, .internalError, "Something went wrong on our side; the request was not completed."
-            ).response(from: request, context: context)
+            guard let answer = APIError(answering: error, maxBodyBytes: maxBodyBytes) else {
+                context.logger.error("unexpected error", metadata: ["error": "\(String(reflecting: error))"])
+                return try APIError.unexpected.response(from: request, context: context)
+            }
+            return try answer.response(from: request, context: context)
         }
     }
 
@@ -44,4 +39,22 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             APIError(.internalServerError, .internalError, "Something went wrong on our side.")
         }
     }
+}
+
+extension APIError {
+    /// What a client is told of `error`: ours, the store's, and those
+    /// Hummingbird raises itself; nil for anything else (a 500, `unexpected`).
+    /// The one translation, for the answer and for the audit log's status.
+    init?(answering error: any Error, maxBodyBytes: Int = APILimits.maxRequestBodyBytes) {
+        switch error {
+        case let error as APIError: self = error
+        case let error as StoreError: self.init(error)
+        case let error as HTTPError: self = ErrorMiddleware<ScrollbackRequestContext>.translate(error, maxBodyBytes: maxBodyBytes)
+        default: return nil
+        }
+    }
+
+    /// A 500 that reveals nothing.
+    static let unexpected = APIError(
+        .internalServerError, .internalError, "Something went wrong on our side; the request was not completed.")
 }
