@@ -98,10 +98,12 @@ extension ScrollbackClient {
         var records = 0
         for try await chunk in response.body {
             pending.append(contentsOf: chunk.readableBytesView)
-            while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
-                let line = pending[pending.startIndex..<newline]
-                pending.removeSubrange(pending.startIndex...newline)
-                let record = try decoder.decode(UserExportRecord.self, from: line)
+            // The whole lines of what arrived, then what is left of a line
+            // kept once (not the rest copied after every line).
+            var start = pending.startIndex
+            while let newline = pending[start...].firstIndex(of: UInt8(ascii: "\n")) {
+                let record = try decoder.decode(UserExportRecord.self, from: pending[start..<newline])
+                start = pending.index(after: newline)
                 if case .end(let count) = record {
                     guard count == records else { throw ScrollbackError.undecodable(message: "The export's end counts \(count) records, not \(records).") }
                     return records
@@ -109,6 +111,7 @@ extension ScrollbackClient {
                 try await each(record)
                 records += 1
             }
+            pending = Data(pending[start...])
         }
         throw ScrollbackError.transport(message: "The export of \(user) was cut short after \(records) records.")
     }
