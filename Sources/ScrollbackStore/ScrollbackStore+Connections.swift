@@ -71,9 +71,7 @@ extension ScrollbackStore {
         on connection: PostgresConnection, logger: Logger, within limit: Duration,
         _ next: @escaping @Sendable () async throws -> T
     ) async throws -> T {
-        let first = FirstAnswer<T>()
-        let result: Result<T, any Error> = await withCheckedContinuation { continuation in
-            first.open(continuation)
+        let result = await firstAnswer(of: next) { first in
             let timer = connection.eventLoop.scheduleTask(in: .nanoseconds(limit.nanoseconds)) {
                 guard let waiting = first.take() else { return }
                 logger.warning("the proof of a commit did not answer in time: closing its connection")
@@ -88,18 +86,7 @@ extension ScrollbackStore {
                     waiting.resume(returning: .failure(StoreError.outcomeUnknown))
                 }
             }
-            // Unstructured on purpose, as in `Deadline`: a structured child
-            // would make the caller wait for a query the driver never ends.
-            Task {
-                let result: Result<T, any Error>
-                do {
-                    result = .success(try await next())
-                } catch {
-                    result = .failure(error)
-                }
-                timer.cancel()
-                first.answer(result)
-            }
+            return { timer.cancel() }
         }
         do {
             return try result.get()
@@ -108,6 +95,53 @@ extension ScrollbackStore {
         } catch {
             // Whatever ended it, the commit may have happened or not.
             throw StoreError.outcomeUnknown
+        }
+    }
+
+    /// Runs `body`, which works on `connection` alone, and answers what it
+    /// answers, or `outcomeUnknown` once the connection has closed under
+    /// it. A backend ended between two statements (terminated, crashed)
+    /// closes the connection, and the driver was seen never to end a query
+    /// sent after that: a long piece of work on one connection (an import)
+    /// would wait for it for good. `body` goes on in a task of its own until
+    /// the driver lets it go.
+    static func whileOpen<T: Sendable>(
+        _ connection: PostgresConnection, _ body: @escaping @Sendable () async throws -> T
+    ) async throws -> T {
+        try await firstAnswer(of: body) { first in
+            connection.closeFuture.whenComplete { _ in
+                // A body that failed because of the close answers itself first.
+                connection.eventLoop.scheduleTask(in: .milliseconds(100)) {
+                    first.answer(.failure(StoreError.outcomeUnknown))
+                }
+            }
+            return {}
+        }.get()
+    }
+
+    /// `body`'s result, or the first other answer given to the
+    /// `FirstAnswer` that `arm` receives (it returns what to do once
+    /// `body` has ended). Unstructured on purpose, as in `Deadline`: a
+    /// structured child would make the caller wait for a query the driver
+    /// never ends.
+    private static func firstAnswer<T: Sendable>(
+        of body: @escaping @Sendable () async throws -> T,
+        orElse arm: (FirstAnswer<T>) -> @Sendable () -> Void
+    ) async -> Result<T, any Error> {
+        let first = FirstAnswer<T>()
+        return await withCheckedContinuation { continuation in
+            first.open(continuation)
+            let ended = arm(first)
+            Task {
+                let result: Result<T, any Error>
+                do {
+                    result = .success(try await body())
+                } catch {
+                    result = .failure(error)
+                }
+                ended()
+                first.answer(result)
+            }
         }
     }
 

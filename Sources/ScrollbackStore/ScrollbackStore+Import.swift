@@ -47,20 +47,22 @@ extension ScrollbackStore {
     ) async throws -> ImportReport {
         let (report, moved) = try await withConnection(writes: true, bounded: false, as: .importing) {
             [logger] connection -> (ImportReport, [UUID]) in
-            try await connection.query("BEGIN", logger: logger)
-            do {
-                let (report, moved) = try await Self.runImport(batches, dryRun: dryRun, on: connection, logger: logger)
-                if dryRun || report.problemCount > 0 {
-                    try await connection.query("ROLLBACK", logger: logger)
-                    return (report, [])
+            try await Self.whileOpen(connection) {
+                try await connection.query("BEGIN", logger: logger)
+                do {
+                    let (report, moved) = try await Self.runImport(batches, dryRun: dryRun, on: connection, logger: logger)
+                    if dryRun || report.problemCount > 0 {
+                        try await connection.query("ROLLBACK", logger: logger)
+                        return (report, [])
+                    }
+                    try await connection.query("COMMIT", logger: logger)
+                    return (report, moved)
+                } catch {
+                    // A connection that died rolled back with it (and a query on
+                    // it may never end); otherwise the transaction is ended here.
+                    if !Self.endsConnection(error) { _ = try? await connection.query("ROLLBACK", logger: logger) }
+                    throw error
                 }
-                try await connection.query("COMMIT", logger: logger)
-                return (report, moved)
-            } catch {
-                // A connection that died rolled back with it (and a query on
-                // it may never end); otherwise the transaction is ended here.
-                if !Self.endsConnection(error) { _ = try? await connection.query("ROLLBACK", logger: logger) }
-                throw error
             }
         }
         for id in moved { pageCache.invalidate(id) }
