@@ -106,18 +106,10 @@ public struct EmbeddedPostgres: Sendable {
         }
 
         let port = try options.port ?? Self.freeLoopbackPort()
-        let result = try account.run(
-            binDirectory + "/pg_ctl",
-            ["start", "-D", dataDirectory, "-w", "-t", "60", "-l", dataDirectory + "/scrollback-server.log",
-             "-o", Self.serverOptions(port: port, maxConnections: options.maxConnections)])
-        guard result.status == 0 else {
-            let log = StateFiles.readPlainFile(at: dataDirectory + "/scrollback-server.log") ?? ""
-            throw LaunchError(
-                description: "PostgreSQL did not start (pg_ctl exited \(result.status)):\n\(result.output)\n\(log.suffix(2000))")
-        }
         let running = Running(
             host: "127.0.0.1", port: port, username: Self.superuser, password: password,
             database: Self.databaseName, dataDirectory: dataDirectory, startedHere: true)
+        try launch(running, binDirectory: binDirectory, account: account)
         try recordOwnership()
         // Every start makes sure of the database (as does attaching above), so
         // a first start interrupted between initdb and createdb heals.
@@ -145,6 +137,20 @@ public struct EmbeddedPostgres: Sendable {
             logger.info("embedded PostgreSQL stopped")
         } catch {
             logger.warning("embedded PostgreSQL did not stop cleanly", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// Starts the server of `running`'s data directory on its port and
+    /// waits until it answers.
+    func launch(_ running: Running, binDirectory: String, account: ServiceAccount) throws {
+        let result = try account.run(
+            binDirectory + "/pg_ctl",
+            ["start", "-D", running.dataDirectory, "-w", "-t", "60", "-l", running.dataDirectory + "/scrollback-server.log",
+             "-o", Self.serverOptions(port: running.port, maxConnections: options.maxConnections)])
+        guard result.status == 0 else {
+            let log = StateFiles.readPlainFile(at: running.dataDirectory + "/scrollback-server.log") ?? ""
+            throw LaunchError(
+                description: "PostgreSQL did not start (pg_ctl exited \(result.status)):\n\(result.output)\n\(log.suffix(2000))")
         }
     }
 

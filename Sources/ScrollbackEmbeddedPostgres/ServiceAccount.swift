@@ -53,7 +53,7 @@ struct ServiceAccount: Sendable {
     }
 
     /// The programs that connect to the server, and so need its password.
-    static let programsThatConnect: Set<String> = ["createdb", "psql"]
+    static let programsThatConnect: Set<String> = ["createdb", "psql", "pg_basebackup"]
 
     /// The whole environment of a PostgreSQL program: a search path, the C
     /// locale (the messages read here, like createdb's "already exists", stay

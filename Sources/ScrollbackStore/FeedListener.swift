@@ -36,7 +36,9 @@ extension ScrollbackStore {
             var connection: PostgresConnection?
             var listened = false
             do {
-                let configuration = try url.connectionConfiguration(
+                // The server that takes writes now: LISTEN works only there.
+                let primary = self.primary.current
+                let configuration = try url.on(primary.endpoint).connectionConfiguration(
                     options, applicationName: listenerApplicationName)
                 let listening = try await PostgresConnection.connect(
                     configuration: configuration, id: 0, logger: logger)
@@ -66,6 +68,15 @@ extension ScrollbackStore {
                                 try await Self.probe(listening, within: options.deadline, logger: logger)
                             }
                         }
+                        if self.primary.canMove {
+                            // After a failover, the old server's notifications are not the new one's.
+                            group.addTask {
+                                while self.primary.current.generation == primary.generation {
+                                    try await Task.sleep(for: .milliseconds(50))
+                                }
+                                throw PrimaryMoved()
+                            }
+                        }
                         // Either ending means the connection is gone.
                         try await group.next()
                         group.cancelAll()
@@ -87,6 +98,8 @@ extension ScrollbackStore {
             try? await Task.sleep(for: .milliseconds(Int(backoff * Double.random(in: 500...1000))))
         }
     }
+
+    private struct PrimaryMoved: Error {}
 
     /// Fails when the connection does not answer a trivial query in time.
     private static func probe(_ connection: PostgresConnection, within limit: Duration, logger: Logger) async throws {

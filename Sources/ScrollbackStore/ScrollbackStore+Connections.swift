@@ -181,6 +181,21 @@ extension ScrollbackStore {
         writes: Bool, bounded: Bool = true, as name: StatementName,
         _ body: @escaping @Sendable (PostgresConnection) async throws -> T
     ) async throws -> T {
+        if !writes, let replica = ReadRoute.replica {
+            // A replica's failure is its own: the caller reads from the
+            // primary instead, and does not wait long for a connection to
+            // a replica that may be gone.
+            do {
+                return try await Deadline.run(connection: Self.replicaConnectionWait, total: options.deadline) { gate in
+                    try await leased(from: replica.client, as: name) { connection in
+                        gate.sending()
+                        return try await body(connection)
+                    }
+                }
+            } catch is Deadline.Expiry {
+                throw StoreError.unavailable
+            }
+        }
         var attempt = 1
         while true {
             do {
@@ -219,14 +234,16 @@ extension ScrollbackStore {
         }
     }
 
-    /// A connection from the pool for `body`, counted in the pool's gauges
-    /// while it is awaited and while it is held, and `body` timed as `name`.
+    /// A connection from the pool for `body` (the primary's unless
+    /// another is given), counted in the pool's gauges while it is awaited
+    /// and while it is held, and `body` timed as `name`.
     private func leased<T: Sendable>(
-        as name: StatementName, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
+        from pool: PostgresClient? = nil, as name: StatementName,
+        _ body: @escaping @Sendable (PostgresConnection) async throws -> T
     ) async throws -> T {
         let lease = StoreMetrics.Lease(metrics)
         defer { lease.end() }
-        return try await client.withConnection { [metrics] connection in
+        return try await (pool ?? primary.current.client).withConnection { [metrics] connection in
             lease.grant()
             let start = ContinuousClock.now
             defer { metrics.ran(name, for: .now - start) }
@@ -293,6 +310,10 @@ extension ScrollbackStore {
             try await connection.withTransaction(logger: logger) { connection in try await body(connection) }
         }
     }
+
+    /// How long a read waits for a connection to a replica before it asks
+    /// the primary instead.
+    static let replicaConnectionWait = Duration.milliseconds(500)
 
     /// How long a request waits for a connection while the last one that
     /// waited got none.

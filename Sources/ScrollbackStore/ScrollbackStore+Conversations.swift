@@ -173,6 +173,12 @@ extension ScrollbackStore {
     public func conversations(
         for user: UserID, limit: Int, after position: ConversationListPosition?
     ) async throws -> ConversationListPage {
+        try await replicated(for: user) { try await readConversations(for: user, limit: limit, after: position) }
+    }
+
+    private func readConversations(
+        for user: UserID, limit: Int, after position: ConversationListPosition?
+    ) async throws -> ConversationListPage {
         let position = position ?? .start
         let rows = try await rows(
             """

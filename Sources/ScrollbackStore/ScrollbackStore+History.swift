@@ -18,8 +18,13 @@ extension ScrollbackStore {
             return page
         }
         guard anchor == .newest, let ticket = pageCache.beginFill(of: id) else {
-            return try await readPage(of: id, for: user, anchor: anchor, limit: limit)
+            return try await replicated(for: user, atLeast: minVersion, version: \.version) {
+                try await readPage(of: id, for: user, anchor: anchor, limit: limit)
+            }
         }
+        // A fill reads from the primary: its ticket proves it current
+        // against the notifications this instance has seen, which a
+        // replica's snapshot may be older than.
         let fillLimit = max(limit, pageCache.fillLimit)
         // Kept unless the read failed or something voided the ticket meanwhile.
         var read: MessagePage?
@@ -77,6 +82,13 @@ extension ScrollbackStore {
     /// messages or at about ``StoreOptions/maxResponseBytes`` of JSON, whichever
     /// comes first, with `hasMore`.
     public func changes(in id: UUID, for user: UserID, since version: Int64, limit: Int) async throws -> ChangeSet {
+        // A replica behind the version the client already has is not asked.
+        try await replicated(for: user, atLeast: version, version: \.version) {
+            try await readChanges(in: id, for: user, since: version, limit: limit)
+        }
+    }
+
+    private func readChanges(in id: UUID, for user: UserID, since version: Int64, limit: Int) async throws -> ChangeSet {
         let rows = try await rows(
             """
             SELECT c.version AS conversation_version, c.first_seq AS first_seq,

@@ -18,6 +18,10 @@ extension ScrollbackStore {
     /// mention stored between two pages lands above the first page and none
     /// is listed twice or skipped.
     public func mentions(of user: UserID, before position: Int64?, limit: Int) async throws -> MentionListPage {
+        try await replicated(for: user) { try await readMentions(of: user, before: position, limit: limit) }
+    }
+
+    private func readMentions(of user: UserID, before position: Int64?, limit: Int) async throws -> MentionListPage {
         let rows = try await rows(
             """
             SELECT mn.position, mn.conversation_id, mn.seq <= me.read_seq AS read,

@@ -39,6 +39,14 @@ extension ScrollbackStore {
     public func search(
         _ query: String, for user: UserID, in conversation: UUID?, after: SearchPosition?, limit: Int
     ) async throws -> SearchOutcome {
+        try await replicated(for: user) {
+            try await readSearch(query, for: user, in: conversation, after: after, limit: limit)
+        }
+    }
+
+    private func readSearch(
+        _ query: String, for user: UserID, in conversation: UUID?, after: SearchPosition?, limit: Int
+    ) async throws -> SearchOutcome {
         let configuration = try await searchConfiguration()
         var bindings = PostgresBindings(capacity: 7)
         bindings.append(query)

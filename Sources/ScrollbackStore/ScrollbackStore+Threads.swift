@@ -128,6 +128,12 @@ extension ScrollbackStore {
     public func thread(
         of root: Int64, in id: UUID, for user: UserID, anchor: PageAnchor, limit: Int
     ) async throws -> ThreadPage {
+        try await replicated(for: user) { try await readThread(of: root, in: id, for: user, anchor: anchor, limit: limit) }
+    }
+
+    private func readThread(
+        of root: Int64, in id: UUID, for user: UserID, anchor: PageAnchor, limit: Int
+    ) async throws -> ThreadPage {
         let scan = PageScan(anchor: anchor, limit: limit)
         let rows = try await rows(
             ThreadStatement(conversation: id, user: user, root: root, scan: scan), writes: false, as: .thread)

@@ -15,7 +15,10 @@ import ServiceLifecycle
 /// the end before answering, and is bounded by the database's own
 /// `statement_timeout` and `lock_timeout` (see `StoreOptions`).
 public struct ScrollbackStore: Service {
-    let client: PostgresClient
+    /// The pool of the server that takes writes (it may move: see `PrimaryPool`).
+    let primary: PrimaryPool
+    /// Streaming replicas that serve reads; nil without any.
+    let replicas: ReplicaSet?
     let url: DatabaseURL
     let logger: Logger
     let options: StoreOptions
@@ -35,7 +38,10 @@ public struct ScrollbackStore: Service {
         url: DatabaseURL, options: StoreOptions = StoreOptions(),
         metrics: any MetricsFactory = NOOPMetricsHandler.instance, logger: Logger
     ) {
-        self.client = PostgresClient(configuration: url.clientConfiguration(options), backgroundLogger: logger)
+        self.primary = PrimaryPool(url: url, options: options, logger: logger)
+        self.replicas =
+            options.replicas.isEmpty
+            ? nil : ReplicaSet(urls: options.replicas, options: options, factory: metrics, logger: logger)
         self.url = url
         self.logger = logger
         self.options = options
@@ -45,11 +51,20 @@ public struct ScrollbackStore: Service {
             options.sendGroupSize > 1 ? SendGroups(size: options.sendGroupSize, wait: options.sendGroupWait) : nil
     }
 
-    /// Runs the connection pool until the task is cancelled or the service
-    /// group shuts down.
+    /// Runs the connection pools (the primary's and the replicas'), and
+    /// the watch of which server is the primary and of what the replicas
+    /// have replayed, until the task is cancelled or the service group
+    /// shuts down.
     public func run() async throws {
         await cancelWhenGracefulShutdown {
-            await client.run()
+            await withDiscardingTaskGroup { group in
+                group.addTask { await primary.watch(interval: options.replicaPollInterval) }
+                if let replicas {
+                    group.addTask { await replicas.run(primary: primary, interval: options.replicaPollInterval) }
+                }
+                // In this task: the pool runs as soon as the store does.
+                await primary.run()
+            }
         }
     }
 

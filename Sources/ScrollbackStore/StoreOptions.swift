@@ -29,6 +29,17 @@ public struct StoreOptions: Sendable, Equatable {
     /// group beside it.
     public var sendGroupWait: Duration
 
+    /// Streaming replicas that serve reads (`SCROLLBACK_REPLICA_URLS`; see
+    /// ``ReplicaSet``).
+    public var replicas: [DatabaseURL] = []
+    /// A replica further behind the primary than this leaves the rotation
+    /// until it catches up (`SCROLLBACK_REPLICA_MAX_LAG_MS`).
+    public var replicaMaxLag: Duration = .seconds(2)
+    /// How often the replicas' replay and, when `DATABASE_URL` names
+    /// several servers, which one is the primary are read
+    /// (`SCROLLBACK_REPLICA_POLL_MS`).
+    public var replicaPollInterval: Duration = .milliseconds(100)
+
     /// `SCROLLBACK_PAGE_CACHE_BYTES`'s default: 64 MiB.
     public static let defaultPageCacheBytes = 64 << 20
     /// `SCROLLBACK_SEND_GROUP_SIZE`'s default.

@@ -28,6 +28,9 @@ struct ReportCommand: ParsableCommand {
     @Option(help: "The outbox's figures over the sends with a webhook receiver (events delivered, seconds until drained, sends).")
     var outbox: String?
 
+    @Option(help: "What the read replica did (reads served and routed during the replica runs; its lag under sends).")
+    var replicas: String?
+
     @Option(help: "Where to write the JSON.")
     var output: String
 
@@ -52,6 +55,11 @@ struct ReportCommand: ParsableCommand {
             let delivery = try JSONDecoder().decode(
                 OutboxFigures.self, from: Data(contentsOf: URL(fileURLWithPath: outbox)))
             figures += delivery.figures(runs)
+        }
+        if let replicas {
+            let replica = try JSONDecoder().decode(
+                ReplicaFigures.self, from: Data(contentsOf: URL(fileURLWithPath: replicas)))
+            figures += replica.figures(runs)
         }
         print(Figure.table(figures))
 
@@ -138,6 +146,44 @@ struct OutboxFigures: Decodable {
                     9, "pgbench send statement, random, events written", unit: "req/s", value: with.throughput,
                     baselineName: "the same without a sink", baseline: without.throughput, runs: [with, without]))
         }
+        return figures
+    }
+}
+
+/// Reads with a streaming replica (`SCROLLBACK_REPLICA_URLS`), on the same
+/// machine: on two cores a replica cannot add capacity, so what is measured
+/// is that routing costs nothing (pages beside the same run without a
+/// replica), the share of reads the replica served, and how far it lagged
+/// while the grouped random sends ran (the server's own
+/// `scrollback_replica_lag_seconds`, sampled).
+struct ReplicaFigures: Decodable {
+    var served: Int
+    var routed: Int
+    var lagMaxSeconds: Double
+    var lagMeanSeconds: Double
+
+    enum CodingKeys: String, CodingKey {
+        case served, routed, lagMaxSeconds = "lag_max_seconds", lagMeanSeconds = "lag_mean_seconds"
+    }
+
+    func figures(_ runs: [String: Measurement]) -> [Figure] {
+        var figures: [Figure] = []
+        for (name, label, without) in [
+            ("page-closed-replica", "newest pages, cache off, with a replica", "page-closed-uncached"),
+            ("deep-closed-replica", "deep pages, with a replica", "deep-closed"),
+        ] {
+            guard let with = runs[name], let alone = runs[without] else { continue }
+            figures.append(
+                Figure(
+                    10, label, unit: "req/s", value: with.throughput, baselineName: "the same on the primary alone",
+                    baseline: alone.throughput, runs: [with, alone]))
+        }
+        figures.append(
+            Figure(10, "reads the replica served, of those routed", unit: "%",
+                value: 100 * Double(served) / Double(max(routed, 1)), runs: []))
+        figures.append(
+            Figure(10, "replica lag during grouped random sends, mean", unit: "ms", value: lagMeanSeconds * 1000,
+                baselineName: "its maximum", baseline: lagMaxSeconds * 1000, runs: []))
         return figures
     }
 }

@@ -108,7 +108,13 @@ import Testing
         ("SCROLLBACK_PAGE_CACHE_BYTES", "-1", "SCROLLBACK_PAGE_CACHE_BYTES must be a whole number from 0 to 68719476736 (got -1)."),
         ("SCROLLBACK_SEND_GROUP_SIZE", "97", "SCROLLBACK_SEND_GROUP_SIZE must be a whole number from 0 to 96 (got 97)."),
         ("SCROLLBACK_SEND_GROUP_WAIT_MS", "0.5", "SCROLLBACK_SEND_GROUP_WAIT_MS must be a whole number from 0 to 1000 (got 0.5)."),
-        ("DATABASE_URL", "mysql://x", "DATABASE_URL must look like postgres://user:password@host:5432/database"),
+        ("DATABASE_URL", "mysql://x", "DATABASE_URL must look like postgres://user:password@host:5432/database (or host1:5432,host2:5432 for a primary and its standbys)"),
+        ("DATABASE_URL", "postgres://u@a:5432,/chat", "DATABASE_URL must look like postgres://user:password@host:5432/database (or host1:5432,host2:5432 for a primary and its standbys)"),
+        ("DATABASE_URL", "postgres://u@a,b:99999/chat", "DATABASE_URL must look like postgres://user:password@host:5432/database (or host1:5432,host2:5432 for a primary and its standbys)"),
+        ("DATABASE_URL", "postgres://u@a,b/chat?target_session_attrs=any", "DATABASE_URL target_session_attrs may only be read-write or primary (got any): Scrollback writes, so it always works on the server that accepts writes; name read replicas in SCROLLBACK_REPLICA_URLS"),
+        ("SCROLLBACK_REPLICA_URLS", "postgres://u@r1/chat,mysql://r2", "SCROLLBACK_REPLICA_URLS is a comma-separated list of postgres:// addresses, one server each: DATABASE_URL must look like postgres://user:password@host:5432/database (or host1:5432,host2:5432 for a primary and its standbys)"),
+        ("SCROLLBACK_REPLICA_MAX_LAG_MS", "5", "SCROLLBACK_REPLICA_MAX_LAG_MS must be a whole number from 10 to 600000 (got 5)."),
+        ("SCROLLBACK_REPLICA_POLL_MS", "20000", "SCROLLBACK_REPLICA_POLL_MS must be a whole number from 10 to 10000 (got 20000)."),
     ])
     func aBadValueIsAStartupErrorNamingTheVariable(_ name: String, _ value: String, _ message: String) {
         #expect(throws: ScrollbackConfiguration.Failure.self) {
@@ -121,6 +127,29 @@ import Testing
         } catch {
             Issue.record("unexpected \(error)")
         }
+    }
+
+    /// libpq's host list: a primary and its standbys, each with its port
+    /// or 5432; replicas one address each.
+    @Test func aDatabaseURLMayNameSeveralServersAndReplicasAreAList() throws {
+        let configuration = try ScrollbackConfiguration(environment: [
+            "SCROLLBACK_JWT_SECRET": Self.secret,
+            "DATABASE_URL": "postgres://chat:p%40ss@db-a:5433,db-b,[::1]:6000/chat?sslmode=require&target_session_attrs=read-write",
+            "SCROLLBACK_REPLICA_URLS": "postgres://chat:pw@r1:5432/chat, postgres://chat:pw@r2/chat",
+            "SCROLLBACK_REPLICA_MAX_LAG_MS": "1500", "SCROLLBACK_REPLICA_POLL_MS": "50",
+        ])
+        let url = try #require(configuration.databaseURL)
+        #expect(url.endpoints.map(\.description) == ["db-a:5433", "db-b:5432", "[::1]:6000"])
+        #expect(url.host == "db-a" && url.port == 5433 && url.username == "chat" && url.password == "p@ss")
+        #expect(url.database == "chat" && url.tls == .require)
+        #expect(url.redacted == "postgres://chat@db-a:5433,db-b:5432,[::1]:6000/chat")
+        #expect(url.on(url.endpoints[1]).endpoints == [DatabaseURL.Endpoint(host: "db-b", port: 5432)])
+        #expect(configuration.store.replicas.map(\.endpoints) == [[.init(host: "r1", port: 5432)], [.init(host: "r2", port: 5432)]])
+        #expect(configuration.store.replicaMaxLag == .milliseconds(1500))
+        #expect(configuration.store.replicaPollInterval == .milliseconds(50))
+        let defaults = try ScrollbackConfiguration(environment: [:])
+        #expect(defaults.store.replicas.isEmpty && defaults.store.replicaMaxLag == .seconds(2))
+        #expect(defaults.store.replicaPollInterval == .milliseconds(100))
     }
 
     @Test func aSharedDatabaseNeedsASharedSecret() {

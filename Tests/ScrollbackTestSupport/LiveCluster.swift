@@ -46,6 +46,7 @@ public final class LiveCluster: Sendable {
     private let options: LiveOptions
     private let logger: Logger
     private let configuration: ScrollbackConfiguration
+    private let storeOptions: @Sendable (inout StoreOptions) -> Void
 
     public var instances: [Instance] { running.withLockedValue { $0 } }
     /// The first instance's store, for setting up conversations.
@@ -53,8 +54,9 @@ public final class LiveCluster: Sendable {
 
     private init(
         url: DatabaseURL, schema: String, options: LiveOptions, logger: Logger, configuration: ScrollbackConfiguration,
-        tokens: TokenAuthority
+        tokens: TokenAuthority, storeOptions: @escaping @Sendable (inout StoreOptions) -> Void
     ) {
+        self.storeOptions = storeOptions
         self.url = url
         self.schema = schema
         self.options = options
@@ -63,9 +65,14 @@ public final class LiveCluster: Sendable {
         self.tokens = tokens
     }
 
+    /// `database`: the instances' `DATABASE_URL` (the test database's by
+    /// default; the schema is made on its first server); `store` adjusts
+    /// each instance's store options (replicas, for one).
     public static func run(
         instances count: Int = 1, options: LiveOptions = LiveOptions(), logger: Logger? = nil,
+        database: DatabaseURL? = nil,
         configure: (inout ScrollbackConfiguration) -> Void = { _ in },
+        store storeOptions: @escaping @Sendable (inout StoreOptions) -> Void = { _ in },
         _ test: @escaping @Sendable (LiveCluster) async throws -> Void
     ) async throws {
         let logger = logger ?? {
@@ -75,10 +82,10 @@ public final class LiveCluster: Sendable {
         }()
         var configuration = Self.configuration
         configure(&configuration)
-        try await TestDatabase.withSchema { url, schema in
+        try await TestDatabase.withSchema(on: database.map { $0.on($0.endpoints[0]) }) { url, schema in
             let cluster = LiveCluster(
-                url: url, schema: schema, options: options, logger: logger, configuration: configuration,
-                tokens: try await TokenAuthority(secret: Self.secret))
+                url: database ?? url, schema: schema, options: options, logger: logger, configuration: configuration,
+                tokens: try await TokenAuthority(secret: Self.secret), storeOptions: storeOptions)
             for index in 0..<count {
                 let instance = try await cluster.startOnAPrivatePort(migrate: index == 0)
                 cluster.running.withLockedValue { $0.append(instance) }
@@ -154,12 +161,11 @@ public final class LiveCluster: Sendable {
     }
 
     private func start(port: Int, migrate: Bool) async throws -> Instance {
-        let store = ScrollbackStore(
-            url: url,
-            options: StoreOptions(
-                maximumConnections: 4, statementTimeout: TestDatabase.patientTimeout,
-                lockTimeout: TestDatabase.patientTimeout, searchPath: schema),
-            logger: logger)
+        var storeOptions = StoreOptions(
+            maximumConnections: 4, statementTimeout: TestDatabase.patientTimeout,
+            lockTimeout: TestDatabase.patientTimeout, searchPath: schema)
+        self.storeOptions(&storeOptions)
+        let store = ScrollbackStore(url: url, options: storeOptions, logger: logger)
         let live = LiveDelivery(store: store, options: options, logger: logger)
         let (ports, portReported) = AsyncStream<Int>.makeStream()
         var configuration = self.configuration

@@ -40,7 +40,7 @@ extension ScrollbackStore {
     }
 
     public func values<T: PostgresDecodable>(_ type: T.Type, _ query: PostgresQuery) async throws -> [T] {
-        try await client.withConnection { [logger] connection in
+        try await primary.current.client.withConnection { [logger] connection in
             try await connection.query(query, logger: logger).collect()
         }.map { try $0.decode(T.self) }
     }

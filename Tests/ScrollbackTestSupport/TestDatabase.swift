@@ -112,12 +112,17 @@ public enum TestDatabase {
 
     /// Runs `body` with a fresh, empty schema of the test database, then
     /// drops it; holds one of the `TestSlots` meanwhile.
-    public static func withSchema<T: Sendable>(_ body: (DatabaseURL, String) async throws -> T) async throws -> T {
-        try await TestSlots.withSlot { try await withOwnSchema(body) }
+    /// `database`: another server than the test database's (a test's own).
+    public static func withSchema<T: Sendable>(
+        on database: DatabaseURL? = nil, _ body: (DatabaseURL, String) async throws -> T
+    ) async throws -> T {
+        try await TestSlots.withSlot { try await withOwnSchema(on: database, body) }
     }
 
-    private static func withOwnSchema<T: Sendable>(_ body: (DatabaseURL, String) async throws -> T) async throws -> T {
-        let url = try url()
+    private static func withOwnSchema<T: Sendable>(
+        on database: DatabaseURL?, _ body: (DatabaseURL, String) async throws -> T
+    ) async throws -> T {
+        let url = try database ?? url()
         let schema = "test_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
         _ = try await admin(url) { try await $0.query("CREATE SCHEMA \(unescaped: schema)", logger: logger) }
         let outcome: Result<T, any Error>

@@ -92,6 +92,9 @@ instances_cleanup() {
         done
         kill -9 "$pid" 2>/dev/null || true
     done
-    [ -x "$work/postgres/stop" ] && "$work/postgres/stop" >/dev/null 2>&1 || true
+    # PostgreSQL, and a standby when the script made one.
+    for stop in "$work"/*/stop; do
+        [ -x "$stop" ] && "$stop" >/dev/null 2>&1 || true
+    done
     if [ "$instances_keep" = true ]; then say "logs kept in $work"; else rm -rf "$work"; fi
 }

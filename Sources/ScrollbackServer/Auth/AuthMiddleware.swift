@@ -32,6 +32,8 @@ struct AuthMiddleware: RouterMiddleware {
             user = caller.user
         }
         try await store.ensureUser(user)
+        // Until the replicas hold what this call wrote, the user's reads go to the primary.
+        defer { if ![.get, .head].contains(request.method) { store.noteWrite(by: user) } }
         context.userID = user
         context.caller.withLockedValue { $0 = user }
         context.logger[metadataKey: "user"] = "\(user)"

@@ -44,6 +44,8 @@ struct MemberCommands: Sendable {
         let clientID = try Validation.clientID(clientID)
         let replyTo = try Validation.replyTo(replyTo)
         try limiter.check(.send, for: user)
+        // The socket's sends too (HTTP's are noted by `AuthMiddleware`).
+        defer { store.noteWrite(by: user) }
         if let uploads, !attachments.isEmpty { try await uploads.settle(attachments, in: id, by: user) }
         return try await store.send(
             to: id, from: user, body: body, clientID: clientID, replyTo: replyTo, attachments: attachments)
@@ -51,7 +53,8 @@ struct MemberCommands: Sendable {
 
     /// Moves the caller's read marker forward (never backwards).
     func markRead(_ seq: Int64, in id: UUID, by user: UserID) async throws -> ReadMarker {
-        try await store.markRead(Validation.readSeq(seq), in: id, by: user)
+        defer { store.noteWrite(by: user) }
+        return try await store.markRead(Validation.readSeq(seq), in: id, by: user)
     }
 
     /// Tells the conversation's live subscribers on every instance that

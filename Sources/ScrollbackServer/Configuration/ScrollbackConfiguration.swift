@@ -115,6 +115,23 @@ public struct ScrollbackConfiguration: Sendable {
             store.sendGroupWait = .milliseconds(
                 try Self.integer(text, "SCROLLBACK_SEND_GROUP_WAIT_MS", in: Self.sendGroupWaitRange))
         }
+        if let text = value("SCROLLBACK_REPLICA_URLS") {
+            do {
+                store.replicas = try text.split(separator: ",").map {
+                    try DatabaseURL(String($0).trimmingCharacters(in: .whitespaces))
+                }
+            } catch let error as DatabaseURL.ParseError {
+                throw Failure("SCROLLBACK_REPLICA_URLS is a comma-separated list of postgres:// addresses, one server each: \(error.description)")
+            }
+        }
+        if let text = value("SCROLLBACK_REPLICA_MAX_LAG_MS") {
+            store.replicaMaxLag = .milliseconds(
+                try Self.integer(text, "SCROLLBACK_REPLICA_MAX_LAG_MS", in: Self.replicaMaxLagRange))
+        }
+        if let text = value("SCROLLBACK_REPLICA_POLL_MS") {
+            store.replicaPollInterval = .milliseconds(
+                try Self.integer(text, "SCROLLBACK_REPLICA_POLL_MS", in: Self.replicaPollRange))
+        }
         if let text = value("SCROLLBACK_JWT_SECRET") {
             guard text.utf8.count >= TokenAuthority.minimumSecretBytes else { throw Failure(TokenAuthority.WeakSecret().description) }
             jwtSecret = text
@@ -275,6 +292,11 @@ public struct ScrollbackConfiguration: Sendable {
     static let sendGroupSizeRange = 0...StoreOptions.maximumSendGroupSize
     /// `SCROLLBACK_SEND_GROUP_WAIT_MS`: 0 to 1 s.
     static let sendGroupWaitRange = 0...1_000
+
+    /// `SCROLLBACK_REPLICA_MAX_LAG_MS`: 10 ms to 10 minutes.
+    static let replicaMaxLagRange = 10...600_000
+    /// `SCROLLBACK_REPLICA_POLL_MS`: 10 ms to 10 s.
+    static let replicaPollRange = 10...10_000
 
     static func integer(_ text: String, _ name: String, in range: ClosedRange<Int>) throws -> Int {
         guard let number = Int(text), range.contains(number) else {

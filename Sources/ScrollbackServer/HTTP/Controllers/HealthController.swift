@@ -14,22 +14,27 @@ struct HealthController {
     /// change feed's listener is connected (without it, messages written
     /// through other instances do not reach this instance's sockets), so a
     /// load balancer takes the instance out while either is down.
+    /// The replicas (named by their place in `SCROLLBACK_REPLICA_URLS`,
+    /// from 1: this route is public) are reported, never waited for: reads
+    /// go to the primary while none is in the rotation.
     struct Readiness: Encodable, Sendable {
         var status: String
         var database: String
         var liveDelivery: String
+        var replicas: [ReplicaStatus]?
 
         enum CodingKeys: String, CodingKey {
-            case status, database
+            case status, database, replicas
             case liveDelivery = "live_delivery"
         }
 
         var isReady: Bool { status == "ready" }
 
-        init(databaseAnswers: Bool, listening: Bool) {
+        init(databaseAnswers: Bool, listening: Bool, replicas: [ReplicaStatus]) {
             database = databaseAnswers ? "up" : "unreachable"
             liveDelivery = listening ? "listening" : "reconnecting"
             status = databaseAnswers && listening ? "ready" : "not_ready"
+            self.replicas = replicas.isEmpty ? nil : replicas
         }
     }
 
@@ -38,7 +43,9 @@ struct HealthController {
         router.get("healthz") { _, _ in JSONBody(Status(status: "ok")) }
         router.get("readyz") { _, _ -> EditedResponse<JSONBody<Readiness>> in
             async let databaseAnswers = store.ping()
-            let readiness = Readiness(databaseAnswers: await databaseAnswers, listening: await live.isListening)
+            let readiness = Readiness(
+                databaseAnswers: await databaseAnswers, listening: await live.isListening,
+                replicas: store.replicaStatuses)
             guard readiness.isReady else {
                 return EditedResponse(
                     headers: [.retryAfter: "1"], response: JSONBody(readiness, status: .serviceUnavailable))
