@@ -37,7 +37,9 @@ import Testing
     @Test func theExpositionIsPrometheusTextAndEveryMetricIsDocumented() async throws {
         let metrics = ScrollbackMetrics()
         let url = try DatabaseURL("postgres://user:secret@127.0.0.1:1/none")
-        let store = ScrollbackStore(url: url, metrics: metrics.factory, logger: Self.logger)
+        var withReplica = StoreOptions()
+        withReplica.replicas = [try DatabaseURL("postgres://user:secret@127.0.0.1:2/none")]
+        let store = ScrollbackStore(url: url, options: withReplica, metrics: metrics.factory, logger: Self.logger)
         // A second store on the same factory (an instance restarted in
         // place) registers the same names with the same labels.
         _ = ScrollbackStore(url: url, metrics: metrics.factory, logger: Self.logger)
@@ -67,6 +69,8 @@ import Testing
         #expect(exposition.value("scrollback_db_statement_duration_seconds_count", ["statement": "page"]) == 0)
         #expect(exposition.value("scrollback_live_sockets") == 0)
         #expect(exposition.value("scrollback_live_listening") == 0)
+        #expect(exposition.value("scrollback_replica_up", ["replica": "1"]) == 0)
+        #expect(exposition.value("scrollback_replica_reads_total", ["replica": "1", "result": "served"]) == 0)
 
         let operations = try String(contentsOf: Self.repositoryRoot.appending(path: "docs/operations.md"), encoding: .utf8)
         for family in exposition.types.keys.sorted() {

@@ -132,6 +132,36 @@ import Testing
         }
     }
 
+    /// `/metrics` reports the standby: up, its lag, and the reads it
+    /// served and those the primary answered instead.
+    @Test func theMetricsReportTheStandby() async throws {
+        try await ReplicatedDatabase.with { db in
+            try await TestDatabase.withSchema(on: db.primaryURL) { url, schema in
+                let metrics = ScrollbackMetrics()
+                var options = StoreOptions(maximumConnections: 4, searchPath: schema)
+                Self.reading(from: db)(&options)
+                let store = ScrollbackStore(url: url, options: options, metrics: metrics.factory, logger: MetricsTests.logger)
+                try await TestDatabase.running(store) {
+                    try await store.migrate()
+                    let id = try await store.createConversation(creator: "alice", title: nil, members: ["bob"]).id
+                    let deadline = ContinuousClock.now + .seconds(30)
+                    while !(try await db.standbyCaughtUp()) || store.replicaStatuses.first?.lagSeconds ?? 99 > 0.5 {
+                        guard ContinuousClock.now < deadline else { throw NotServing() }
+                        try await Task.sleep(for: .milliseconds(20))
+                    }
+                    _ = try await store.page(of: id, for: "bob", anchor: .newest, limit: 10)
+                    // A version the standby cannot have: the primary answers.
+                    _ = try await store.page(of: id, for: "bob", anchor: .newest, limit: 10, minVersion: 1_000)
+                    let exposition = try Exposition(parsing: String(decoding: metrics.registry.emitToBuffer(), as: UTF8.self))
+                    #expect(exposition.value("scrollback_replica_up", ["replica": "1"]) == 1)
+                    #expect(exposition.value("scrollback_replica_lag_seconds", ["replica": "1"]).map { $0 < 0.5 } == true)
+                    #expect(exposition.value("scrollback_replica_reads_total", ["replica": "1", "result": "served"]) == 1)
+                    #expect(exposition.value("scrollback_replica_reads_total", ["replica": "1", "result": "primary"]) == 1)
+                }
+            }
+        }
+    }
+
     /// The standby crashes while two instances read through it: no read
     /// fails, `/readyz` stays ready and reports it down, and once it is
     /// back and caught up it serves again.
