@@ -234,17 +234,18 @@ extension ScrollbackStore {
         }
     }
 
-    /// A connection from the pool for `body` (the primary's unless
-    /// another is given), counted in the pool's gauges while it is awaited
-    /// and while it is held, and `body` timed as `name`.
+    /// A connection from the pool for `body` (the primary's unless a
+    /// replica's is given), counted in the primary pool's gauges while it
+    /// is awaited and while it is held (a replica's lease is not: the
+    /// gauges are that pool's), and `body` timed as `name`.
     private func leased<T: Sendable>(
         from pool: PostgresClient? = nil, as name: StatementName,
         _ body: @escaping @Sendable (PostgresConnection) async throws -> T
     ) async throws -> T {
-        let lease = StoreMetrics.Lease(metrics)
-        defer { lease.end() }
+        let lease = pool == nil ? StoreMetrics.Lease(metrics) : nil
+        defer { lease?.end() }
         return try await (pool ?? primary.current.client).withConnection { [metrics] connection in
-            lease.grant()
+            lease?.grant()
             let start = ContinuousClock.now
             defer { metrics.ran(name, for: .now - start) }
             do {
