@@ -61,45 +61,76 @@ final class PrimaryPool: Sendable {
     }
 
     /// With several servers named: every `interval`, whether the current
-    /// one still takes writes, and if not, a move to the first that does.
+    /// one still takes writes, and if not, a move to the one that does.
     /// Returns at once when one server is named.
     func watch(interval: Duration) async {
         guard canMove else { return }
         var probe: PostgresConnection?
-        var checked = false
+        var warned = false
         while !Task.isCancelled {
             let here = current.endpoint
             if probe == nil || probe?.isClosed == true {
                 probe = try? await connect(to: here, applicationName: "scrollback-primary-probe")
             }
             var writable = false
-            if let probe { writable = await Self.takesWrites(probe, within: .seconds(1), logger: logger) }
+            if let probe { writable = await Self.takesWrites(probe, within: .seconds(1), logger: logger) != nil }
             if !writable {
                 try? await probe?.close()
                 probe = nil
-                if let found = await findPrimary(), found != here {
-                    move(to: found)
-                } else if !checked {
+                if let found = await findPrimary(preferring: here) {
+                    if found != here { move(to: found) }
+                    located.withLockedValue { $0 = true }
+                } else if !warned {
+                    warned = true
                     logger.warning("no server of DATABASE_URL takes writes yet", metadata: ["servers": "\(url.redacted)"])
                 }
+            } else {
+                located.withLockedValue { $0 = true }
             }
-            checked = true
             try? await Task.sleep(for: interval)
         }
         try? await probe?.close()
     }
 
-    /// The first server of the list that answers and takes writes.
-    private func findPrimary() async -> DatabaseURL.Endpoint? {
+    /// Set once a server that takes writes was found (the first pass of
+    /// `watch`): requests wait for it, so that none (a migration at start,
+    /// say) runs on a standby listed first.
+    private let located = NIOLockedValueBox(false)
+
+    /// Returns once the primary is located, or after `limit` (the requests
+    /// then fail as the server they reach answers).
+    func untilLocated(within limit: Duration) async {
+        guard canMove else { return }
+        let deadline = ContinuousClock.now + limit
+        while !located.withLockedValue({ $0 }), ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
+    var isLocated: Bool { !canMove || located.withLockedValue { $0 } }
+
+    /// The server that takes writes: `current` when it does (a probe that
+    /// failed once is no reason to move), otherwise the one on the highest
+    /// timeline (the most recently promoted). Two that take writes are a
+    /// split brain: logged as an error, and the newer timeline wins.
+    private func findPrimary(preferring current: DatabaseURL.Endpoint) async -> DatabaseURL.Endpoint? {
+        var writable: [(endpoint: DatabaseURL.Endpoint, timeline: Int64)] = []
         for endpoint in url.endpoints {
             guard let connection = try? await connect(to: endpoint, applicationName: "scrollback-primary-probe") else {
                 continue
             }
-            let writable = await Self.takesWrites(connection, within: .seconds(1), logger: logger)
+            if let timeline = await Self.takesWrites(connection, within: .seconds(1), logger: logger) {
+                writable.append((endpoint, timeline))
+            }
             try? await connection.close()
-            if writable { return endpoint }
         }
-        return nil
+        if writable.count > 1 {
+            logger.error(
+                "more than one server of DATABASE_URL takes writes: fence the old primary",
+                metadata: ["servers": "\(writable.map { "\($0.endpoint) (timeline \($0.timeline))" })"])
+        }
+        if writable.contains(where: { $0.endpoint == current }) { return current }
+        return writable.max { $0.timeline < $1.timeline }?.endpoint
     }
 
     private func move(to endpoint: DatabaseURL.Endpoint) {
@@ -120,17 +151,23 @@ final class PrimaryPool: Sendable {
         return try await PostgresConnection.connect(configuration: configuration, id: 0, logger: logger)
     }
 
-    /// Whether the server behind `connection` answers in time and takes
-    /// writes (not in recovery, and writable by default).
-    static func takesWrites(_ connection: PostgresConnection, within limit: Duration, logger: Logger) async -> Bool {
-        let answer = try? await Deadline.run(connection: limit, total: limit) { (gate: Deadline.Gate<Bool>) in
+    /// The server's timeline when the server behind `connection` answers
+    /// in time and takes writes (not in recovery, and writable by
+    /// default); nil otherwise. The timeline is 0 where the role may not
+    /// read it (`pg_control_checkpoint()`).
+    static func takesWrites(_ connection: PostgresConnection, within limit: Duration, logger: Logger) async -> Int64? {
+        let answer = try? await Deadline.run(connection: limit, total: limit) { (gate: Deadline.Gate<Int64?>) in
             gate.sending()
             let rows = try await connection.query(
                 "SELECT NOT pg_is_in_recovery() AND current_setting('default_transaction_read_only') = 'off'",
                 logger: logger
             ).collect()
-            return try rows.first?.decode(Bool.self) ?? false
+            guard try rows.first?.decode(Bool.self) == true else { return nil }
+            let timeline = try? await connection.query(
+                "SELECT timeline_id::int8 FROM pg_control_checkpoint()", logger: logger
+            ).collect().first?.decode(Int64.self)
+            return timeline ?? 0
         }
-        return answer ?? false
+        return answer ?? nil
     }
 }

@@ -30,6 +30,8 @@ final class ReplicaSet: Sendable {
         }
 
         let endpoint: DatabaseURL.Endpoint
+        let url: DatabaseURL
+        let options: StoreOptions
         /// Its place in the list, from 1 (`/readyz` and `/metrics` name it so).
         let name: String
         let client: PostgresClient
@@ -41,6 +43,8 @@ final class ReplicaSet: Sendable {
 
         init(url: DatabaseURL, name: String, options: StoreOptions, factory: any MetricsFactory, logger: Logger) {
             endpoint = url.endpoints[0]
+            self.url = url
+            self.options = options
             self.name = name
             client = PostgresClient(configuration: url.clientConfiguration(options), backgroundLogger: logger)
             let label = [("replica", name)]
@@ -126,20 +130,51 @@ final class ReplicaSet: Sendable {
                 group.addTask { await replica.client.run() }
             }
             group.addTask { [self] in
+                var probes = Probes(replicas: replicas.count)
                 // The first poll once the pools run.
                 while (try? await Task.sleep(for: interval)) != nil {
-                    await poll(primary)
+                    probes = await poll(primary, probes)
                 }
+                await probes.close()
             }
         }
     }
 
+    /// The poller's own connections: one to the primary (of the
+    /// generation it was opened for), one to each replica. Never the
+    /// request pools': a saturated pool would stop the polls, and every
+    /// replica would leave the rotation just when the primary is busiest.
+    struct Probes: Sendable {
+        var primary: (generation: Int, connection: PostgresConnection)?
+        var replicas: [PostgresConnection?]
+
+        init(replicas count: Int) {
+            replicas = Array(repeating: nil, count: count)
+        }
+
+        func close() async {
+            try? await primary?.connection.close()
+            for connection in replicas { try? await connection?.close() }
+        }
+    }
+
     /// One round: the primary's position, then each replica's replay.
-    func poll(_ primary: PrimaryPool) async {
+    func poll(_ primary: PrimaryPool, _ probes: Probes) async -> Probes {
+        var probes = probes
+        let current = primary.current
+        if let held = probes.primary, held.generation != current.generation {
+            // A move to a promoted standby: positions of the old primary's
+            // timeline say nothing of the new one's commits.
+            try? await held.connection.close()
+            probes.primary = nil
+            forgetPositions()
+        }
         let asked = ContinuousClock.now
-        if let lsn = await Self.position(
-            "SELECT (pg_current_wal_insert_lsn() - '0/0')::int8", on: primary.current.client, logger: logger)
-        {
+        let (connection, lsn) = await Self.position(
+            "SELECT (pg_current_wal_insert_lsn() - '0/0')::int8", probe: probes.primary?.connection, logger: logger
+        ) { try await primary.connect(to: current.endpoint, applicationName: "scrollback-replica-poll") }
+        probes.primary = connection.map { (current.generation, $0) }
+        if let lsn {
             samples.withLockedValue { samples in
                 if let last = samples.last, last.lsn >= lsn {
                     samples[samples.count - 1].at = asked
@@ -153,16 +188,41 @@ final class ReplicaSet: Sendable {
                 }
             }
         }
-        await withDiscardingTaskGroup { group in
-            for replica in replicas {
-                group.addTask { [self] in
-                    let replayed = await Self.position(
-                        "SELECT CASE WHEN pg_is_in_recovery() THEN (pg_last_wal_replay_lsn() - '0/0')::int8 END", on: replica.client, logger: logger)
-                    update(replica, replayed: replayed)
+        let answers = await withTaskGroup(of: (Int, PostgresConnection?, Int64?).self) { group in
+            for (index, replica) in replicas.enumerated() {
+                let probe = probes.replicas[index]
+                group.addTask { [logger] in
+                    let (connection, replayed) = await Self.position(
+                        "SELECT CASE WHEN pg_is_in_recovery() THEN (pg_last_wal_replay_lsn() - '0/0')::int8 END",
+                        probe: probe, logger: logger
+                    ) {
+                        var configuration = try replica.url.connectionConfiguration(
+                            replica.options, applicationName: "scrollback-replica-poll")
+                        configuration.options.connectTimeout = .seconds(1)
+                        return try await PostgresConnection.connect(configuration: configuration, id: 0, logger: logger)
+                    }
+                    return (index, connection, replayed)
                 }
             }
+            var answers: [(Int, PostgresConnection?, Int64?)] = []
+            for await answer in group { answers.append(answer) }
+            return answers
+        }
+        for (index, connection, replayed) in answers {
+            probes.replicas[index] = connection
+            update(replicas[index], replayed: replayed)
         }
         writers.prune()
+        return probes
+    }
+
+    /// After the primary moved: no sample, and no replica caught up, until
+    /// the next polls say so again.
+    private func forgetPositions() {
+        samples.withLockedValue { $0.removeAll() }
+        for replica in replicas {
+            replica.state.withLockedValue { $0.caughtUpAt = nil }
+        }
     }
 
     private func update(_ replica: Replica, replayed: Int64?) {
@@ -189,18 +249,35 @@ final class ReplicaSet: Sendable {
         }
     }
 
-    /// One bigint a trivial statement answers, or nil when the server does
-    /// not answer within a second (or answers null).
-    private static func position(_ sql: PostgresQuery, on client: PostgresClient, logger: Logger) async -> Int64? {
+    /// One bigint a trivial statement answers on `probe` (opened with
+    /// `connect` when there is none), and the connection to keep; nil, and
+    /// no connection, when the server does not answer within a second (or
+    /// the value when it answers null).
+    private static func position(
+        _ sql: PostgresQuery, probe: PostgresConnection?, logger: Logger,
+        connect: @escaping @Sendable () async throws -> PostgresConnection
+    ) async -> (PostgresConnection?, Int64?) {
         let limit = Duration.seconds(1)
-        let answer = try? await Deadline.run(connection: limit, total: limit) { (gate: Deadline.Gate<Int64?>) in
-            try await client.withConnection { connection in
+        let opened = NIOLockedValueBox<PostgresConnection?>(nil)
+        do {
+            return try await Deadline.run(connection: limit, total: limit) { (gate: Deadline.Gate<(PostgresConnection?, Int64?)>) in
+                let connection: PostgresConnection
+                if let probe, !probe.isClosed {
+                    connection = probe
+                } else {
+                    connection = try await connect()
+                    opened.withLockedValue { $0 = connection }
+                }
                 gate.sending()
                 let rows = try await connection.query(sql, logger: logger).collect()
-                return try rows.first?.decode(Int64?.self) ?? nil
+                return (connection, try rows.first?.decode(Int64?.self) ?? nil)
             }
+        } catch {
+            // Not answered in time, or failed: a new connection next time.
+            try? await probe?.close()
+            try? await opened.withLockedValue({ $0 })?.close()
+            return (nil, nil)
         }
-        return answer ?? nil
     }
 }
 

@@ -242,6 +242,8 @@ extension ScrollbackStore {
         from pool: PostgresClient? = nil, as name: StatementName,
         _ body: @escaping @Sendable (PostgresConnection) async throws -> T
     ) async throws -> T {
+        // With several servers named, nothing runs before the one that takes writes is found.
+        if pool == nil, !primary.isLocated { await primary.untilLocated(within: options.deadline) }
         let lease = pool == nil ? StoreMetrics.Lease(metrics) : nil
         defer { lease?.end() }
         return try await (pool ?? primary.current.client).withConnection { [metrics] connection in

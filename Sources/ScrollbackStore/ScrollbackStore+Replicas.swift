@@ -30,6 +30,8 @@ extension ScrollbackStore {
             }
         } catch let error as MalformedRow {
             throw error
+        } catch is CancellationError where Task.isCancelled {
+            throw CancellationError()
         } catch StoreError.unavailable {
             replica.markDown()
             replica.fellBack()

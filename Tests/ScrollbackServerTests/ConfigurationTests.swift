@@ -113,7 +113,7 @@ import Testing
         ("DATABASE_URL", "postgres://u@a,b:99999/chat", "DATABASE_URL must look like postgres://user:password@host:5432/database (or host1:5432,host2:5432 for a primary and its standbys)"),
         ("DATABASE_URL", "postgres://u@a,b/chat?target_session_attrs=any", "DATABASE_URL target_session_attrs may only be read-write or primary (got any): Scrollback writes, so it always works on the server that accepts writes; name read replicas in SCROLLBACK_REPLICA_URLS"),
         ("SCROLLBACK_REPLICA_URLS", "postgres://u@r1/chat,mysql://r2", "SCROLLBACK_REPLICA_URLS is a comma-separated list of postgres:// addresses, one server each: DATABASE_URL must look like postgres://user:password@host:5432/database (or host1:5432,host2:5432 for a primary and its standbys)"),
-        ("SCROLLBACK_REPLICA_MAX_LAG_MS", "5", "SCROLLBACK_REPLICA_MAX_LAG_MS must be a whole number from 10 to 600000 (got 5)."),
+        ("SCROLLBACK_REPLICA_MAX_LAG_MS", "5", "SCROLLBACK_REPLICA_MAX_LAG_MS must be a whole number from 10 to 60000 (got 5)."),
         ("SCROLLBACK_REPLICA_POLL_MS", "20000", "SCROLLBACK_REPLICA_POLL_MS must be a whole number from 10 to 10000 (got 20000)."),
     ])
     func aBadValueIsAStartupErrorNamingTheVariable(_ name: String, _ value: String, _ message: String) {

@@ -10,6 +10,27 @@ import Testing
 /// A primary that dies, and a standby promoted in its place, behind a
 /// `DATABASE_URL` that names both (`postgres://primary,standby/db`).
 @Suite(.serialized) struct FailoverTests {
+    /// A standby listed first: nothing runs on it, the migrations
+    /// included (they would fail there, read-only); the store finds the
+    /// server that takes writes before its first statement.
+    @Test func aStandbyListedFirstIsPassedOverFromTheStart() async throws {
+        try await ReplicatedDatabase.with { db in
+            try await TestDatabase.withSchema(on: db.primaryURL) { _, schema in
+                var url = db.primaryURL
+                url.endpoints = [db.standbyURL.endpoints[0], db.primaryURL.endpoints[0]]
+                var options = StoreOptions(maximumConnections: 4, searchPath: schema)
+                options.replicaPollInterval = .milliseconds(50)
+                let store = ScrollbackStore(url: url, options: options, logger: MetricsTests.logger)
+                try await TestDatabase.running(store) {
+                    try await store.migrate()
+                    #expect(store.primaryEndpoint == db.primaryURL.endpoints[0])
+                    let made = try await store.createConversation(creator: "alice", title: nil, members: ["bob"])
+                    #expect(try await store.conversation(made.id, for: "bob").id == made.id)
+                }
+            }
+        }
+    }
+
     /// With synchronous replication, eight senders through two instances
     /// keep sending (each send retried with its `client_id` until it is
     /// answered) while the primary is killed and the standby promoted:

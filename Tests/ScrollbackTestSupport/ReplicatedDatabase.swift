@@ -104,7 +104,10 @@ public final class ReplicatedDatabase: Sendable {
             if state == "paused" { return }
             try await Task.sleep(for: .milliseconds(10))
         }
+        throw NotPaused()
     }
+
+    struct NotPaused: Error {}
 
     public func resumeReplay() async throws {
         try await standbySQL("SELECT pg_wal_replay_resume()")

@@ -293,8 +293,9 @@ public struct ScrollbackConfiguration: Sendable {
     /// `SCROLLBACK_SEND_GROUP_WAIT_MS`: 0 to 1 s.
     static let sendGroupWaitRange = 0...1_000
 
-    /// `SCROLLBACK_REPLICA_MAX_LAG_MS`: 10 ms to 10 minutes.
-    static let replicaMaxLagRange = 10...600_000
+    /// `SCROLLBACK_REPLICA_MAX_LAG_MS`: 10 ms to a minute (a replica also
+    /// shows a removed member's or an erased user's messages that long).
+    static let replicaMaxLagRange = 10...60_000
     /// `SCROLLBACK_REPLICA_POLL_MS`: 10 ms to 10 s.
     static let replicaPollRange = 10...10_000
 
