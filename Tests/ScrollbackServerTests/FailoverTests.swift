@@ -77,9 +77,9 @@ import Testing
                 }
                 try await Task.sleep(for: .seconds(1))
                 let beforeCrash = acknowledged.withLockedValue { $0.count }
-                try db.crashPrimary()
+                try await db.crashPrimary()
                 try await Task.sleep(for: .milliseconds(300))
-                try db.promoteStandby()
+                try await db.promoteStandby()
                 try await db.promotedStandbyCommitsAlone()
                 // Sends go on against the promoted standby.
                 let deadline = ContinuousClock.now + .seconds(30)

@@ -215,7 +215,7 @@ import Testing
                     }
                 }
                 try await Task.sleep(for: .milliseconds(500))
-                try db.crashStandby()
+                try await db.crashStandby()
                 try await reading.value
                 #expect(failures.withLockedValue { $0 } == [])
                 #expect(reads.withLockedValue { $0 } > 20)
@@ -226,7 +226,7 @@ import Testing
                     #expect(!status.up && !status.inRotation)
                 }
 
-                try db.restartStandby()
+                try await db.restartStandby()
                 try await db.untilStreaming()
                 try await Self.untilServing(cluster, db)
                 let again = try await Self.counted(\.served, cluster, on: 0) {

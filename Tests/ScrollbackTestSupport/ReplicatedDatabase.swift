@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NIOPosix
 import PostgresNIO
 import ScrollbackEmbeddedPostgres
 import ScrollbackStore
@@ -40,7 +41,7 @@ public final class ReplicatedDatabase: Sendable {
         let launcher = EmbeddedPostgres(
             stateDirectory: folder, clusterName: "primary", options: .init(durable: false, maxConnections: 100),
             logger: TestDatabase.logger)
-        let primary = try launcher.start()
+        let primary = try await offPool { try launcher.start() }
         let pair: ReplicatedDatabase
         do {
             if synchronous {
@@ -53,10 +54,10 @@ public final class ReplicatedDatabase: Sendable {
                     }
                 }
             }
-            let standby = try launcher.startStandby(of: primary, clusterName: "standby")
+            let standby = try await offPool { try launcher.startStandby(of: primary, clusterName: "standby") }
             pair = ReplicatedDatabase(launcher: launcher, primary: primary, standby: standby)
         } catch {
-            try? launcher.crash(primary)
+            _ = try? await offPool { try launcher.crash(primary) }
             try? FileManager.default.removeItem(atPath: folder)
             throw error
         }
@@ -67,8 +68,8 @@ public final class ReplicatedDatabase: Sendable {
         } catch {
             outcome = .failure(error)
         }
-        try? launcher.crash(pair.standby)
-        try? launcher.crash(pair.primary)
+        _ = try? await offPool { try launcher.crash(pair.standby) }
+        _ = try? await offPool { try launcher.crash(pair.primary) }
         try? FileManager.default.removeItem(atPath: folder)
         return try outcome.get()
     }
@@ -126,10 +127,18 @@ public final class ReplicatedDatabase: Sendable {
         return replayed >= written
     }
 
-    public func crashPrimary() throws { try launcher.crash(primary) }
-    public func crashStandby() throws { try launcher.crash(standby) }
-    public func restartStandby() throws { try launcher.restart(standby) }
-    public func promoteStandby() throws { try launcher.promote(standby) }
+    public func crashPrimary() async throws { try await Self.offPool { [self] in try launcher.crash(primary) } }
+    public func crashStandby() async throws { try await Self.offPool { [self] in try launcher.crash(standby) } }
+    public func restartStandby() async throws { try await Self.offPool { [self] in try launcher.restart(standby) } }
+    public func promoteStandby() async throws { try await Self.offPool { [self] in try launcher.promote(standby) } }
+
+    /// Runs PostgreSQL's programs (initdb, pg_basebackup, pg_ctl: blocking
+    /// for seconds) on a thread of their own: on the cooperative pool (two
+    /// threads on two cores) they would stall every other test's tasks
+    /// meanwhile.
+    static func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await NIOThreadPool.singleton.runIfActive(work)
+    }
 
     /// After a promotion: the new primary has no standby of its own, so
     /// its commits stop waiting for one (`synchronous_standby_names` was
