@@ -240,8 +240,10 @@ actor InboxRunner {
         let before = inbox
         let update = inbox.apply(action)
         if inbox != before {
-            broadcast.publish(inbox, update.change)
+            // On disk before it is shown, as the conversation feed does: whatever
+            // a reader sees of the list, the store holds already.
             keep()
+            broadcast.publish(inbox, update.change)
         }
         var frames: [ClientFrame] = []
         for effect in update.effects {
