@@ -14,9 +14,7 @@ extension ScrollbackStore {
     /// `newer_from` = 9223372036854775807, `newer_limit` = 0), `send` (and
     /// `send_without_notify`, the same without its notification: what the
     /// change feed costs a send),
-    /// `thread` (its anchors as the page's), and `search` (not prepared by
-    /// the server: run it with `pgbench -M extended`, planned for its values
-    /// each time as the server's is).
+    /// `thread` (its anchors as the page's), and `search`.
     public static let hotStatements: [String: StatementText] = [
         "page": StatementText(sql: PageStatement.sql, parameters: PageStatement.parameters),
         "send": StatementText(sql: SendStatement.sql, parameters: SendStatement.parameters),

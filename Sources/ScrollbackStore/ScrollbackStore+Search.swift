@@ -47,16 +47,10 @@ extension ScrollbackStore {
     private func readSearch(
         _ query: String, for user: UserID, in conversation: UUID?, after: SearchPosition?, limit: Int
     ) async throws -> SearchOutcome {
-        let configuration = try await searchConfiguration()
-        var bindings = PostgresBindings(capacity: 7)
-        bindings.append(query)
-        bindings.append(user.rawValue)
-        bindings.append(conversation)
-        bindings.append(after?.conversationID)
-        bindings.append(after?.seq)
-        bindings.append(Int64(limit + 1))
-        bindings.append(configuration)
-        let rows = try await rows(PostgresQuery(unsafeSQL: SearchStatement.sql, binds: bindings), writes: false, as: .search)
+        let statement = SearchStatement(
+            query: query, user: user, conversation: conversation, after: after, limit: limit + 1,
+            configuration: try await searchConfiguration())
+        let rows = try await rows(statement, writes: false, as: .search)
         guard let head = rows.first else { throw MalformedRow() }
         let first = head.makeRandomAccess()
         let searchable = try first["searchable"].decode(Bool.self)
@@ -78,22 +72,38 @@ extension ScrollbackStore {
     }
 }
 
-/// The search, one statement: the query parsed under the configured text
-/// search configuration, whether it has a word to search for, whether the
-/// conversation asked for is visible, and up to `limit` hits (the page size
-/// plus one, to tell whether there is more) with their snippets, which are
-/// made for those rows only. Not prepared: it is planned for its values each
-/// time (one conversation or all, a cursor or none, a common word or a rare
-/// one), and parsing it is small beside the search. The configuration is a
-/// parameter, not read from `search_settings` in the statement, so that the
-/// query is a constant when it is planned: the planner then estimates from
-/// the column's statistics how many messages have the words. Each of the
+/// The search, one statement, prepared once per connection: the query
+/// parsed under the configured text search configuration, whether it has a
+/// word to search for, whether the conversation asked for is visible, and up
+/// to `limit` hits (the page size plus one, to tell whether there is more)
+/// with their snippets, which are made for those rows only. Each of the
 /// caller's conversations gives its own newest `limit` hits, and the page is
-/// the newest of those: for a common word a conversation is walked newest
-/// first on `messages_by_time` and stops at `limit` hits, so a conversation
-/// of a million messages costs about what a small one does (one sorted read
-/// of every match in all the conversations took about a second there).
-enum SearchStatement {
+/// the newest of those.
+///
+/// A conversation is searched in two steps, so that neither a common word
+/// nor a rare one is slow in a big conversation. `since` is the time of its
+/// `walked`-th newest message below the cursor (read from `messages_by_time`
+/// alone, in its order). First the messages from that time on are read
+/// newest first and filtered (a common word stops at `limit` hits; a rare
+/// one reads about `walked` messages, never more, whatever plan is chosen);
+/// only when they hold fewer than `limit` hits and there are older messages,
+/// the index on the conversation and the words
+/// (`messages_search_by_conversation`, sql/024) finds the older hits, which
+/// are then few: a word with fewer than `limit` hits in `walked` messages is
+/// in about `limit / walked` of them. The two steps split the messages by
+/// time at `since`, so none is in both or in neither. The filter of the
+/// first step is written `(... @@ ...) IS TRUE` so that it cannot be
+/// answered from that index (which would read every hit of a common word),
+/// and the second step's bound likewise so that it cannot become a walk of
+/// `messages_by_time` (which would read the whole conversation for a rare
+/// one).
+///
+/// The statement makes the choice the planner could not (it plans each
+/// conversation of the caller's list without knowing its size), so one plan
+/// serves every word and every conversation, and it is prepared: planning
+/// it took longer than running it for a common word (BENCHMARKS.md).
+struct SearchStatement: PostgresPreparedStatement {
+    static let name = "scrollback_search_v2"
     static let sql = """
         WITH q AS (
             SELECT websearch_to_tsquery($7::regconfig, $1) AS query
@@ -108,15 +118,33 @@ enum SearchStatement {
         LEFT JOIN LATERAL (
             SELECT m.* FROM members mb
             CROSS JOIN LATERAL (
-                SELECT * FROM messages m
-                WHERE m.conversation_id = mb.conversation_id
-                  AND m.search_vector @@ q.query
-                  AND ($4::uuid IS NULL
-                       OR (m.created_at, m.conversation_id, m.seq) < (
-                           SELECT created_at, conversation_id, seq FROM messages
-                           WHERE conversation_id = $4::uuid AND seq = $5::int8))
-                ORDER BY m.created_at DESC, m.seq DESC
-                LIMIT $6
+                WITH since AS (
+                    SELECT b.created_at FROM messages b
+                    WHERE b.conversation_id = mb.conversation_id
+                      AND b.created_at <= coalesce(
+                          (SELECT created_at FROM messages WHERE conversation_id = $4::uuid AND seq = $5::int8),
+                          'infinity')
+                    ORDER BY b.created_at DESC
+                    OFFSET \(walked - 1) LIMIT 1
+                ), newest_hits AS (
+                    SELECT * FROM messages n
+                    WHERE n.conversation_id = mb.conversation_id AND \(after("n"))
+                      AND n.created_at >= coalesce((SELECT created_at FROM since), '-infinity')
+                      AND (n.search_vector @@ q.query) IS TRUE
+                    ORDER BY n.created_at DESC, n.seq DESC
+                    LIMIT $6
+                )
+                SELECT * FROM newest_hits
+                UNION ALL
+                (SELECT * FROM (
+                    SELECT * FROM messages o
+                    WHERE o.conversation_id = mb.conversation_id AND o.search_vector @@ q.query
+                      AND (o.created_at < (SELECT created_at FROM since)) IS TRUE
+                    OFFSET 0
+                 ) older
+                 WHERE (SELECT count(*) FROM newest_hits) < $6 AND EXISTS (SELECT FROM since)
+                 ORDER BY older.created_at DESC, older.seq DESC
+                 LIMIT $6)
             ) m
             WHERE mb.user_id = $2 AND ($3::uuid IS NULL OR mb.conversation_id = $3::uuid)
             ORDER BY m.created_at DESC, m.conversation_id DESC, m.seq DESC
@@ -125,6 +153,42 @@ enum SearchStatement {
         ORDER BY h.created_at DESC, h.conversation_id DESC, h.seq DESC
         """
     static let parameters = ["query", "user_id", "in_conversation", "after_conversation", "after_seq", "limit", "config"]
+    static let bindingDataTypes: [PostgresDataType] = [.text, .text, .uuid, .uuid, .int8, .int8, .text]
+
+    var query: String
+    var user: UserID
+    var conversation: UUID?
+    var after: SearchPosition?
+    var limit: Int
+    var configuration: String
+
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 7)
+        bindings.append(query)
+        bindings.append(user.rawValue)
+        bindings.append(conversation)
+        bindings.append(after?.conversationID)
+        bindings.append(after?.seq)
+        bindings.append(Int64(limit))
+        bindings.append(configuration)
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> PostgresRow { row }
+
+    /// How many of a conversation's newest messages (below the cursor) the
+    /// first step reads at most before the index is asked for older hits.
+    static let walked = 1000
+
+    /// Below the cursor, when there is one (`$4`, `$5`), for the rows named `alias`.
+    private static func after(_ alias: String) -> String {
+        """
+        ($4::uuid IS NULL
+                             OR (\(alias).created_at, \(alias).conversation_id, \(alias).seq) < (
+                                 SELECT created_at, conversation_id, seq FROM messages
+                                 WHERE conversation_id = $4::uuid AND seq = $5::int8))
+        """
+    }
 }
 
 /// How `ts_headline` marks the matched words: with two private-use

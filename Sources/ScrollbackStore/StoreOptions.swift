@@ -81,6 +81,10 @@ public struct StoreOptions: Sendable, Equatable {
             ("lock_timeout", "\(Self.milliseconds(lockTimeout))"),
             // A transaction left open by a stuck task must not hold its locks.
             ("idle_in_transaction_session_timeout", "\(Self.milliseconds(statementTimeout) * 2)"),
+            // Every statement here takes milliseconds; compiling one (when its
+            // estimate passes `jit_above_cost`, as a search of many
+            // conversations can) takes tens of them.
+            ("jit", "off"),
         ]
         if let searchPath { parameters.append(("search_path", searchPath)) }
         return parameters

@@ -26,9 +26,17 @@ enum WorkloadKind: String, CaseIterable, Sendable {
     /// `GET /v1/search?q=zeppelin`, likewise: a word in about 40 messages of
     /// the whole data set.
     case searchRare = "search-rare"
+    /// `GET /v1/search?q=lunch&conversation_id=C` in the big conversation, as its member.
+    case searchCommonBig = "search-common-big"
+    /// `GET /v1/search?q=zeppelin&conversation_id=C` in the big conversation,
+    /// where about 1 message in 50,000 has the word.
+    case searchRareBig = "search-rare-big"
     /// `GET .../messages/1/thread?limit=20` of a random conversation among
     /// the many: the newest replies of a thread of 25 (scripts/bench-data.sql).
     case thread = "thread"
+    /// `GET /healthz`: the least a request to this server costs through the
+    /// same client, the floor every other figure is a share of.
+    case healthz = "healthz"
 
     /// The words the search workloads look for (scripts/bench-data.sql puts them in).
     static let commonWord = "lunch"
@@ -89,8 +97,8 @@ struct Workload: Sendable {
         self.baseURL = baseURL
         self.pageSize = pageSize
         switch kind {
-        case .newestPage, .sendRandom, .searchCommon, .searchRare, .thread: self.targets = targets.many
-        case .deepPage: self.targets = targets.big.map { [$0] } ?? []
+        case .newestPage, .sendRandom, .searchCommon, .searchRare, .thread, .healthz: self.targets = targets.many
+        case .deepPage, .searchCommonBig, .searchRareBig: self.targets = targets.big.map { [$0] } ?? []
         case .sendHot: self.targets = targets.hot.map { [$0] } ?? []
         }
         guard !self.targets.isEmpty else { throw LoadError("no target conversation for \(kind.rawValue)") }
@@ -113,6 +121,12 @@ struct Workload: Sendable {
         case .searchCommon, .searchRare:
             let word = kind == .searchCommon ? WorkloadKind.commonWord : WorkloadKind.rareWord
             request = HTTPClientRequest(url: "\(baseURL)/v1/search?q=\(word)&limit=\(WorkloadKind.searchLimit)")
+        case .searchCommonBig, .searchRareBig:
+            let word = kind == .searchCommonBig ? WorkloadKind.commonWord : WorkloadKind.rareWord
+            request = HTTPClientRequest(
+                url: "\(baseURL)/v1/search?q=\(word)&conversation_id=\(target.conversationID)&limit=\(WorkloadKind.searchLimit)")
+        case .healthz:
+            return HTTPClientRequest(url: "\(baseURL)/healthz")
         case .sendRandom, .sendHot:
             request = HTTPClientRequest(url: path)
             request.method = .POST

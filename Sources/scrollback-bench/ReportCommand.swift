@@ -31,6 +31,9 @@ struct ReportCommand: ParsableCommand {
     @Option(help: "What the read replica did (reads served and routed during the replica runs; its lag under sends).")
     var replicas: String?
 
+    @Option(help: "Execution times EXPLAIN ANALYZE reported for statements run alone ({\"statements\": [{name, milliseconds, target_ms}]}).")
+    var explain: String?
+
     @Option(help: "Where to write the JSON.")
     var output: String
 
@@ -60,6 +63,11 @@ struct ReportCommand: ParsableCommand {
             let replica = try JSONDecoder().decode(
                 ReplicaFigures.self, from: Data(contentsOf: URL(fileURLWithPath: replicas)))
             figures += replica.figures(runs)
+        }
+        if let explain {
+            let explained = try JSONDecoder().decode(
+                ExplainFigures.self, from: Data(contentsOf: URL(fileURLWithPath: explain)))
+            figures += explained.figures
         }
         print(Figure.table(figures))
 
@@ -188,6 +196,31 @@ struct ReplicaFigures: Decodable {
     }
 }
 
+/// Statements run alone under `EXPLAIN ANALYZE`: the execution time the
+/// database reports (the median of several runs), with no client, network
+/// or queue in it.
+struct ExplainFigures: Decodable {
+    struct Statement: Decodable {
+        var name: String
+        var milliseconds: Double
+        var targetMilliseconds: Double?
+
+        enum CodingKeys: String, CodingKey {
+            case name, milliseconds, targetMilliseconds = "target_ms"
+        }
+    }
+
+    var statements: [Statement]
+
+    var figures: [Figure] {
+        statements.map { statement in
+            Figure(
+                6, "\(statement.name), EXPLAIN ANALYZE, median", unit: "ms", value: statement.milliseconds,
+                target: statement.targetMilliseconds.map { .valueBelow($0) }, runs: [])
+        }
+    }
+}
+
 /// One line of the report: a figure, its baseline, the ratio, the target.
 struct Figure: Encodable {
     enum Target {
@@ -271,6 +304,23 @@ struct Figure: Encodable {
                         runs: [page, keyset]))
             }
         }
+        // Each closed-loop page run as a share of the HTTP floor: `/healthz`
+        // through the same client and connections, the most this server
+        // answers on this machine.
+        if let floor = runs["healthz"] {
+            let pages = [
+                ("page-closed", "newest page, page cache"), ("page-closed-uncached", "newest page, cache off"),
+                ("deep-closed", "deep page"),
+            ]
+            for (name, label) in pages {
+                guard let run = runs[name] else { continue }
+                figures.append(
+                    Figure(
+                        1, "\(label), closed loop, \(run.connections) connections", unit: "req/s", value: run.throughput,
+                        baselineName: "GET /healthz, the HTTP floor", baseline: floor.throughput,
+                        target: name == "page-closed" ? .ratioAtLeast(0.5) : nil, runs: [run, floor]))
+            }
+        }
         if let open = runs["page-open"] {
             figures += openLoop(
                 2, "newest page", open, beside: runs["pgbench-page-open"], named: "pgbench page statement",
@@ -320,6 +370,29 @@ struct Figure: Encodable {
                         named: "pgbench -M prepared, send statement"))
             }
         }
+        // What each trigger of the messages table costs the bare append: the
+        // append with it beside the append without it (a ratio below 1 is
+        // the share of the appends it leaves).
+        if let all = runs["pgbench-send-random-bare-append"] {
+            for (name, label) in [
+                ("search", "the search vector trigger (and so the search index's entries)"),
+                ("outbox", "the outbox's statement trigger (no sink registered)"),
+                ("all", "any trigger"),
+            ] {
+                guard let without = runs["pgbench-bare-append-without-\(name)"] else { continue }
+                figures.append(
+                    Figure(
+                        4, "pgbench bare append, random conversations", unit: "req/s", value: all.throughput,
+                        baselineName: "the same without \(label)", baseline: without.throughput, runs: [all, without]))
+            }
+        }
+        if let mention = runs["pgbench-bare-append-at"], let without = runs["pgbench-bare-append-at-without-mentions"] {
+            figures.append(
+                Figure(
+                    4, "pgbench bare append, random conversations, a body with @", unit: "req/s",
+                    value: mention.throughput, baselineName: "the same without the mentions trigger",
+                    baseline: without.throughput, runs: [mention, without]))
+        }
         // The open-loop sends' tail, grouped and not, beside the send
         // statement's own in pgbench at the same rate.
         for (name, mode) in [("send-open", "grouped"), ("send-open-ungrouped", "grouping off")] {
@@ -340,11 +413,12 @@ struct Figure: Encodable {
                     baselineName: "the same without pg_notify", baseline: silent.throughput,
                     runs: [notifying, silent]))
         }
-        // Throughput, p50 and p99 beside pgbench (search is planned for its
-        // values each time, by the server and by pgbench -M extended).
+        // Throughput, p50 and p99 beside pgbench running the same statement.
         let withPercentiles = [
-            (6, "search-common", "search, a word in 1 message of 10", "extended", "search statement"),
-            (6, "search-rare", "search, a rare word", "extended", "search statement"),
+            (6, "search-common", "search, a word in 1 message of 10", "prepared", "search statement"),
+            (6, "search-rare", "search, a rare word", "prepared", "search statement"),
+            (6, "search-common-big", "search in the big conversation, a word in 1 message of 10", "prepared", "search statement"),
+            (6, "search-rare-big", "search in the big conversation, a rare word", "prepared", "search statement"),
             (7, "thread", "thread page, 20 newest replies", "prepared", "thread statement"),
         ]
         for (number, name, label, mode, statement) in withPercentiles {
@@ -356,7 +430,9 @@ struct Figure: Encodable {
                     Figure(
                         number, "\(label), \(percentile)", unit: "ms", value: run.latency[keyPath: path],
                         baselineName: pgbench.map { _ in "pgbench \(statement) \(percentile)" },
-                        baseline: pgbench?.latency[keyPath: path], runs: [run, pgbench]))
+                        baseline: pgbench?.latency[keyPath: path],
+                        target: name == "search-rare-big" && percentile == "p50" ? .valueBelow(20) : nil,
+                        runs: [run, pgbench]))
             }
         }
         if let idleRSSKiB {

@@ -7,7 +7,9 @@ import Testing
 @Suite struct SearchMigrationTests {
     /// sql/009: the search index keeps no pending list, so no send has to
     /// merge one. `gin_clean_pending_list` merges what is pending and says
-    /// how many pages it freed: some before the migration, none after.
+    /// how many pages it freed: some before the migration, none after; and
+    /// none in the index on the conversation and the words that replaces it
+    /// (sql/024), which finds what the old one found.
     @Test func afterItsMigrationTheSearchIndexHoldsNothingPending() async throws {
         try await TestDatabase.withStore(migrated: false) { store in
             try await store.migrate(Migration.embedded.filter { $0.version < 9 })
@@ -21,15 +23,15 @@ import Testing
                     }
                 }
             }
-            func pendingPages() async throws -> [Int] {
-                try await store.values(Int.self, "SELECT gin_clean_pending_list('messages_search'::regclass)::int")
+            func pendingPages(_ index: String = "messages_search") async throws -> [Int] {
+                try await store.values(Int.self, "SELECT gin_clean_pending_list(\(index)::regclass)::int")
             }
             // Before it, sends leave their words pending (the control).
             try await sendSome("olive", plainly: true)
             #expect(try await pendingPages().first ?? 0 > 0)
             try await sendSome("caper", plainly: true)
 
-            #expect(try await store.migrate().contains("009_search_index_without_pending_list"))
+            #expect(try await store.migrate(Migration.embedded.filter { $0.version < 24 }).contains("009_search_index_without_pending_list"))
             // What was pending is merged by the migration, and sends leave nothing pending.
             #expect(try await pendingPages() == [0])
             try await sendSome("thyme", plainly: false)
@@ -39,6 +41,20 @@ import Testing
                 return
             }
             #expect(found.hits.count == 20)
+
+            #expect(try await store.migrate().contains("024_search_by_conversation"))
+            let indexes = try await store.values(
+                String.self, "SELECT indexname::text FROM pg_indexes WHERE schemaname = current_schema() AND indexname LIKE 'messages_search%' ORDER BY 1")
+            #expect(indexes == ["messages_search_by_conversation"])
+            try await sendSome("basil", plainly: false)
+            #expect(try await pendingPages("messages_search_by_conversation") == [0])
+            for (word, count) in [("caper", 20), ("olive", 20), ("basil", 20), ("thyme", 20)] {
+                guard case .found(let page) = try await store.search(word, for: "alice", in: id, after: nil, limit: 50) else {
+                    Issue.record("\(word) is a searchable word")
+                    return
+                }
+                #expect(page.hits.count == count, "\(word)")
+            }
         }
     }
 

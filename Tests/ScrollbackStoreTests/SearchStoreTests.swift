@@ -99,6 +99,72 @@ import Testing
         }
     }
 
+    /// A conversation longer than the statement's walk (its newest 1,000
+    /// messages) is searched in two steps: the walk, then the index for
+    /// what is older. Every page of every search, in that conversation and
+    /// across the caller's list, equals what reading every message finds,
+    /// for a word only the second step finds, a common one the walk alone
+    /// answers, one of middling frequency, and hits on both sides of the
+    /// walk's last message among messages that share its `created_at`.
+    @Test func aLongConversationIsSearchedExactlyOnBothSidesOfTheWalk() async throws {
+        try await TestDatabase.withStore { store in
+            let long = try await store.createConversation(creator: "alice", title: nil, members: []).id
+            let count = 2_600
+            // seq 1601 is the walk's last message from the top; 1598...1603 share one time.
+            let kiwi: Set<Int> = [5, 700, 1500, 1600, 1601, 1602, 2590]
+            func body(_ seq: Int) -> String {
+                if kiwi.contains(seq) { return "kiwi \(seq)" }
+                if seq % 97 == 0 { return "plum \(seq)" }
+                return seq % 10 == 0 ? "lunch \(seq)" : "filler \(seq)"
+            }
+            let bodies = (1...count).map(body)
+            _ = try await store.values(
+                Int.self,
+                """
+                WITH inserted AS (
+                    INSERT INTO messages (conversation_id, seq, sender, body, version, created_at)
+                    SELECT \(long), n, 'alice', (\(bodies)::text[])[n], n,
+                           timestamptz '2025-01-01 00:00:00+00'
+                           + make_interval(secs => CASE WHEN n BETWEEN 1598 AND 1603 THEN 1598 ELSE n END)
+                    FROM generate_series(1, \(count)) n
+                    RETURNING 1),
+                counted AS (
+                    UPDATE conversations SET last_seq = \(count), version = \(count) WHERE id = \(long) RETURNING 1)
+                SELECT (SELECT count(*)::int FROM inserted) + (SELECT count(*)::int FROM counted)
+                """)
+            let short = try await store.createConversation(creator: "alice", title: nil, members: []).id
+            for text in ["kiwi now", "lunch now", "plum now", "nothing"] {
+                _ = try await store.send(to: short, from: "alice", body: text, clientID: nil)
+            }
+
+            // What reading every message finds, newest first.
+            func expected(_ word: String, in conversation: UUID?) -> [String] {
+                let old = (1...count).reversed().filter { bodies[$0 - 1].hasPrefix(word + " ") }.map { "\(long) \($0)" }
+                let new = ["kiwi now", "lunch now", "plum now"].firstIndex { $0.hasPrefix(word) }.map { ["\(short) \($0 + 1)"] } ?? []
+                return conversation == long ? old : new + old
+            }
+            for word in ["kiwi", "lunch", "plum"] {
+                for conversation in [long, nil] {
+                    for limit in [3, 20] {
+                        var seen: [String] = []
+                        var cursor: SearchPosition?
+                        var pages = 0
+                        repeat {
+                            let page = try await found(store.search(word, for: "alice", in: conversation, after: cursor, limit: limit))
+                            #expect(page.hits.allSatisfy { $0.message.body.hasPrefix(word) })
+                            seen += page.hits.map { "\($0.conversationId) \($0.seq)" }
+                            cursor = page.next
+                            pages += 1
+                        } while cursor != nil && pages < 500
+                        let all = expected(word, in: conversation)
+                        #expect(seen == all, "\(word) in \(conversation == nil ? "every conversation" : "the long one"), pages of \(limit)")
+                        #expect(pages == max(1, (all.count + limit - 1) / limit))
+                    }
+                }
+            }
+        }
+    }
+
     @Test func conversationsTheCallerLeftAreNotSearched() async throws {
         try await TestDatabase.withStore { store in
             let id = try await store.createConversation(creator: "alice", title: nil, members: ["bob"]).id

@@ -7,7 +7,8 @@ import ScrollbackStore
 
 /// One live-stream connection from authentication to close: reads the
 /// client's frames in order and answers them, while the socket's writer
-/// drains its queue and a watch closes it when its token expires.
+/// drains its queue and a timer on its event loop closes it when its token
+/// expires (`StreamSocket.watchAuthentication`).
 struct StreamSession {
     let live: LiveDelivery
     let tokens: TokenAuthority
@@ -42,9 +43,10 @@ struct StreamSession {
         if let authorization {
             await authenticate(socket, token: { try TokenAuthority.bearerToken(authorization) })
         }
+        socket.watchAuthentication(within: APILimits.streamAuthSeconds)
+        defer { socket.stopWatch() }
         let ended: Result<Void, any Error> = await withTaskGroup(of: Void.self) { group in
             group.addTask { await socket.runWriter() }
-            group.addTask { await watch(socket) }
             defer {
                 // The writer waits on the queue, which ignores cancellation.
                 socket.queue.finish()
@@ -64,27 +66,6 @@ struct StreamSession {
         await live.hub.disconnect(socket)
         if let user = socket.user { live.presence.disconnected(user) }
         try ended.get()
-    }
-
-    /// Closes the socket when no `auth` frame came in time, and when its
-    /// token expires (a later `auth` frame with a fresh token moves that on).
-    private func watch(_ socket: StreamSocket) async {
-        do {
-            try await Task.sleep(for: .seconds(APILimits.streamAuthSeconds))
-            guard socket.user != nil else {
-                socket.close(code: 1008, reason: "send an auth frame within \(APILimits.streamAuthSeconds) seconds")
-                return
-            }
-            while let expires = socket.expires {
-                let left = expires.timeIntervalSinceNow
-                if left <= 0 {
-                    socket.send(.error(code: .unauthorized, message: "The token expired: authenticate again.", ref: nil))
-                    socket.close(code: StreamCloseCode.unauthorized, reason: "token expired")
-                    return
-                }
-                try await Task.sleep(for: .milliseconds(Int(min(left, 3600) * 1000) + 1))
-            }
-        } catch {}  // cancelled: the socket closed
     }
 
     /// Verifies a token for the socket; the first one decides whose socket

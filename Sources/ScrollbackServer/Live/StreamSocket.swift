@@ -25,6 +25,9 @@ final class StreamSocket: Sendable {
         var shuttingDown = false
         var shutdownGrace: Duration = .seconds(5)
         var closing = false
+        /// The next check of the socket's authentication, on its event loop.
+        var watch: Scheduled<Void>?
+        var watchStopped = false
     }
 
     private static let ids = NIOLockedValueBox(0)
@@ -87,6 +90,54 @@ final class StreamSocket: Sendable {
         queue.close(code: code, reason: reason, draining: true)
         let channel = self.channel
         channel.eventLoop.scheduleTask(in: TimeAmount(grace)) { channel.close(promise: nil) }
+    }
+
+    // MARK: The watch on its authentication
+
+    /// Closes the socket when no `auth` frame came within `seconds`, and
+    /// later when its token expires (a fresh token moves the expiry on).
+    /// A check scheduled on the socket's event loop, not a task: an idle
+    /// socket holds one timer instead of a task and its stack.
+    func watchAuthentication(within seconds: Int) {
+        schedule(in: .seconds(Int64(seconds))) { socket in
+            guard socket.user != nil else {
+                socket.close(code: 1008, reason: "send an auth frame within \(seconds) seconds")
+                return
+            }
+            socket.checkExpiry()
+        }
+    }
+
+    /// Ends the watch (the socket closed).
+    func stopWatch() {
+        state.withLockedValue { state in
+            state.watchStopped = true
+            defer { state.watch = nil }
+            return state.watch
+        }?.cancel()
+    }
+
+    private func checkExpiry() {
+        guard let expires else { return }
+        let left = expires.timeIntervalSinceNow
+        guard left > 0 else {
+            send(.error(code: .unauthorized, message: "The token expired: authenticate again.", ref: nil))
+            close(code: StreamCloseCode.unauthorized, reason: "token expired")
+            return
+        }
+        schedule(in: .milliseconds(Int64(min(left, 3600) * 1000) + 1)) { $0.checkExpiry() }
+    }
+
+    private func schedule(in delay: TimeAmount, _ check: @escaping @Sendable (StreamSocket) -> Void) {
+        let scheduled = channel.eventLoop.scheduleTask(in: delay) { [weak self] in
+            guard let self, !self.state.withLockedValue({ $0.watchStopped || $0.closing }) else { return }
+            check(self)
+        }
+        let stopped = state.withLockedValue { state in
+            if !state.watchStopped { state.watch = scheduled }
+            return state.watchStopped
+        }
+        if stopped { scheduled.cancel() }
     }
 
     // MARK: State
