@@ -128,7 +128,11 @@ struct SearchStatement: PostgresPreparedStatement {
                     OFFSET \(walked - 1) LIMIT 1
                 ), newest_hits AS (
                     SELECT * FROM messages n
-                    WHERE n.conversation_id = mb.conversation_id AND \(after("n"))
+                    WHERE n.conversation_id = mb.conversation_id
+                      AND ($4::uuid IS NULL
+                           OR (n.created_at, n.conversation_id, n.seq) < (
+                               SELECT created_at, conversation_id, seq FROM messages
+                               WHERE conversation_id = $4::uuid AND seq = $5::int8))
                       AND n.created_at >= coalesce((SELECT created_at FROM since), '-infinity')
                       AND (n.search_vector @@ q.query) IS TRUE
                     ORDER BY n.created_at DESC, n.seq DESC
@@ -179,16 +183,6 @@ struct SearchStatement: PostgresPreparedStatement {
     /// How many of a conversation's newest messages (below the cursor) the
     /// first step reads at most before the index is asked for older hits.
     static let walked = 1000
-
-    /// Below the cursor, when there is one (`$4`, `$5`), for the rows named `alias`.
-    private static func after(_ alias: String) -> String {
-        """
-        ($4::uuid IS NULL
-                             OR (\(alias).created_at, \(alias).conversation_id, \(alias).seq) < (
-                                 SELECT created_at, conversation_id, seq FROM messages
-                                 WHERE conversation_id = $4::uuid AND seq = $5::int8))
-        """
-    }
 }
 
 /// How `ts_headline` marks the matched words: with two private-use
