@@ -61,6 +61,22 @@ public enum FeedEvent: Sendable, Equatable {
         """
     }
 
+    /// The SQL of the `o:` notifications for the users of `relation` (a
+    /// relation with a `user_id` column), leaving out those who hide their
+    /// presence (they look offline whatever happens), in payloads of at most
+    /// 100 users (a user id is at most 64 bytes; a payload, 8,000).
+    static func notifyPresence(of relation: String) -> String {
+        """
+        SELECT \(notify("o", "string_agg(user_id, ':')"))
+        FROM (
+            SELECT DISTINCT c.user_id, dense_rank() OVER (ORDER BY c.user_id) / 100 AS chunk
+            FROM \(relation) c
+            WHERE NOT EXISTS (SELECT 1 FROM users h WHERE h.id = c.user_id AND h.presence_hidden)
+        ) changed
+        GROUP BY chunk
+        """
+    }
+
     /// The event of a payload; nil for one this version does not know.
     public init?(payload: String) {
         let parts = payload.split(separator: ":", omittingEmptySubsequences: false)

@@ -11,26 +11,10 @@ import ScrollbackModels
 /// two instances writing at once can each miss the other's row, but the
 /// read that follows the later commit cannot.
 extension ScrollbackStore {
-    /// The SQL that sends `o:` notifications for the users of `relation`
-    /// (a relation with a `user_id` column), leaving out those who hide
-    /// their presence (they look offline whatever happens), in payloads of
-    /// at most 100 users (a user id is at most 64 bytes; a payload, 8,000).
-    static func notifyPresence(of relation: String) -> String {
-        """
-        SELECT pg_notify('\(FeedEvent.channel)', 'o:' || string_agg(user_id, ':'))
-        FROM (
-            SELECT DISTINCT c.user_id, dense_rank() OVER (ORDER BY c.user_id) / 100 AS chunk
-            FROM \(relation) c
-            WHERE NOT EXISTS (SELECT 1 FROM users h WHERE h.id = c.user_id AND h.presence_hidden)
-        ) changed
-        GROUP BY chunk
-        """
-    }
-
     /// The end of a write of presence: its `beat` CTE's `created`, once the
     /// notifications of the users of `relation` are sent.
     private static func notifyingPresence(of relation: String) -> String {
-        ", told AS (\n\(notifyPresence(of: relation))\n)\nSELECT created, (SELECT count(*) FROM told) FROM beat"
+        ", told AS (\n\(FeedEvent.notifyPresence(of: relation))\n)\nSELECT created, (SELECT count(*) FROM told) FROM beat"
     }
 
     /// Whether the instance's row was created anew, from the rows of a
@@ -142,7 +126,7 @@ extension ScrollbackStore {
             ), ended AS (
                 SELECT user_id FROM presence WHERE instance_id = \(instance)
             )
-            \(unescaped: Self.notifyPresence(of: "ended"))
+            \(unescaped: FeedEvent.notifyPresence(of: "ended"))
             """,
             writes: true, as: .presence)
     }
@@ -199,7 +183,7 @@ extension ScrollbackStore {
                 ON CONFLICT (id) DO UPDATE SET presence_hidden = EXCLUDED.presence_hidden
                 RETURNING u.id
             )
-            SELECT pg_notify('\(unescaped: FeedEvent.channel)', 'o:' || id) FROM set
+            SELECT \(unescaped: FeedEvent.notify("o", "id")) FROM set
             """,
             writes: true, as: .presence)
     }
