@@ -47,8 +47,13 @@ public final class ConversationFeed: Sendable {
         /// of a window detached from the live edge).
         public internal(set) var isLoadingNewer = false
         /// The first message that was unread when the feed opened at
-        /// `.firstUnread` (the "new messages" divider goes above it).
+        /// `.firstUnread` (the "new messages" divider goes above it): from
+        /// the storage's read marker at once, then from the server's.
         public internal(set) var firstUnreadSeq: Int64?
+        /// This user's read marker as the feed opened: the storage's at
+        /// once (when it holds one), then the server's once it answers. It
+        /// does not move as the user reads (`readSeqs` does).
+        public internal(set) var readSeqAtOpen: Int64?
         /// How far each member has read, as far as this feed has seen: from
         /// the live stream, and this user's from `markRead()` too.
         public internal(set) var readSeqs: [String: Int64] = [:]
@@ -242,11 +247,21 @@ public final class ConversationFeed: Sendable {
             core.isStarted = true
             core.state.connection = .connecting
             let stored = restore(in: &core)
+            if let readSeq = stored?.readSeqs[userId] { core.state.readSeqAtOpen = readSeq }
             publishQuiet(in: &core)
-            if let stored, opening == .newest {
+            if let stored, let shown = Self.storedOpening(stored, opening, userId: userId) {
+                // What the storage holds shows at once; the live stream and
+                // the catch-up from its version correct it, and the server's
+                // read marker the first unread.
                 core.state.readSeqs.merge(stored.readSeqs, uniquingKeysWith: max)
-                apply(.pageLoaded(stored.page), in: &core)
+                core.state.firstUnreadSeq = shown.firstUnread
+                if let focus = shown.focus {
+                    apply(.jumped(stored.page, focus: focus), in: &core)
+                } else {
+                    apply(.pageLoaded(stored.page), in: &core)
+                }
                 subscribe(in: &core)
+                readOpeningMarker(opening, in: &core)
             } else {
                 core.jumps += 1
                 spawn(in: &core) { [weak self] in
@@ -255,30 +270,95 @@ public final class ConversationFeed: Sendable {
                     }
                     self?.opened(first)
                 }
+                // The first page at the first unread reads the marker itself.
+                if opening != .firstUnread { readOpeningMarker(opening, in: &core) }
             }
             pumpOutbox(in: &core)
         }
     }
 
     /// The page a feed opens with, the row to put in the middle of the
-    /// screen, and the first unread message when it opens there.
-    typealias FirstPage = (page: MessagePage, focus: Int64?, firstUnread: Int64?)
+    /// screen, the first unread message when it opens there, and the read
+    /// marker that says so.
+    typealias FirstPage = (page: MessagePage, focus: Int64?, firstUnread: Int64?, readSeq: Int64?)
 
     static func firstPage(_ client: ScrollbackClient, _ id: UUID, _ opening: Opening, limit: Int)
         async throws(ScrollbackError) -> FirstPage
     {
         switch opening {
         case .newest:
-            return (try await client.page(of: id, .newest, limit: limit), nil, nil)
+            return (try await client.page(of: id, .newest, limit: limit), nil, nil, nil)
         case .message(let seq):
-            return (try await client.page(of: id, .around(seq), limit: limit), seq, nil)
+            return (try await client.page(of: id, .around(seq), limit: limit), seq, nil, nil)
         case .firstUnread:
             let conversation = try await client.conversation(id)
-            guard conversation.readSeq < conversation.lastSeq else {
-                return (try await client.page(of: id, .newest, limit: limit), nil, nil)
+            guard let first = firstUnread(readSeq: conversation.readSeq, lastSeq: conversation.lastSeq) else {
+                return (try await client.page(of: id, .newest, limit: limit), nil, nil, conversation.readSeq)
             }
-            let first = conversation.readSeq + 1
-            return (try await client.page(of: id, .around(first), limit: limit), first, first)
+            return (try await client.page(of: id, .around(first), limit: limit), first, first, conversation.readSeq)
+        }
+    }
+
+    /// The first message after a read marker; nil when everything is read.
+    static func firstUnread(readSeq: Int64, lastSeq: Int64) -> Int64? {
+        readSeq < lastSeq ? readSeq + 1 : nil
+    }
+
+    /// How a window held by the storage opens at `opening`: the row to put
+    /// in the middle of the screen and the first unread message; nil when
+    /// the window cannot show it (a message it does not hold), for the
+    /// server to answer.
+    static func storedOpening(_ window: StoredWindow, _ opening: Opening, userId: String)
+        -> (focus: Int64?, firstUnread: Int64?)?
+    {
+        switch opening {
+        case .newest:
+            return (nil, nil)
+        case .message(let seq):
+            guard window.messages.contains(where: { $0.seq == seq }) else { return nil }
+            return (seq, nil)
+        case .firstUnread:
+            // No marker held: the newest, until the server's marker answers.
+            guard let readSeq = window.readSeqs[userId],
+                let first = firstUnread(readSeq: readSeq, lastSeq: window.lastSeq)
+            else { return (nil, nil) }
+            // The oldest row held from the first unread on (the window may
+            // begin after it: its top row then).
+            return (window.messages.map(\.seq).filter { $0 >= first }.min(), first)
+        }
+    }
+
+    /// Reads this user's read marker from the server as the feed opens:
+    /// the marker the screen opened with (`readSeqAtOpen`), and, at the
+    /// first unread, where that is (the window moves there when it does
+    /// not hold it).
+    private func readOpeningMarker(_ opening: Opening, in core: inout Core) {
+        let (client, id) = (self.client, conversationId)
+        spawn(in: &core) { [weak self] in
+            let answer = await Self.untilAnswered(client) { () async throws(ScrollbackError) in
+                try await client.conversation(id)
+            }
+            // A refusal ends the live stream, which says why.
+            guard case .success(let conversation)? = answer else { return }
+            self?.openingMarkerRead(conversation, opening)
+        }
+    }
+
+    private func openingMarkerRead(_ conversation: Conversation, _ opening: Opening) {
+        core.withLockedValue { core in
+            guard !core.isStopped else { return }
+            core.state.readSeqAtOpen = conversation.readSeq
+            core.state.noteRead(userId, through: conversation.readSeq)
+            if opening == .firstUnread {
+                let first = Self.firstUnread(readSeq: conversation.readSeq, lastSeq: conversation.lastSeq)
+                core.state.firstUnreadSeq = first
+                let timeline = core.state.timeline
+                if let first, timeline.hasOlder, let oldest = timeline.seqRange?.lowerBound, first < oldest {
+                    jump(.message(first), in: &core)
+                }
+            }
+            persist(in: &core)
+            publishQuiet(in: &core)
         }
     }
 
@@ -333,6 +413,10 @@ public final class ConversationFeed: Sendable {
             core.withLockedValue { core in
                 guard !core.isStopped else { return }
                 core.state.firstUnreadSeq = first.firstUnread
+                if let readSeq = first.readSeq {
+                    core.state.readSeqAtOpen = readSeq
+                    core.state.noteRead(userId, through: readSeq)
+                }
                 if first.focus == nil {
                     apply(.pageLoaded(first.page), in: &core)
                 } else {
