@@ -124,6 +124,10 @@ public struct APIErrorCode: RawRepresentable, Codable, Sendable, Hashable, CaseI
     /// The caller has as many uploads pending (not sent, not expired) as
     /// the server takes.
     public static let tooManyUploads = APIErrorCode(rawValue: "too_many_uploads")
+    /// An upload of a kind (image, video, file) the server does not take
+    /// (`SCROLLBACK_UPLOAD_KINDS`): the kind its `content_type` declares
+    /// when announced, or the kind its bytes are once they all arrived.
+    public static let uploadKindNotAllowed = APIErrorCode(rawValue: "upload_kind_not_allowed")
     /// A send's `attachments`: more than ``APILimits/maxAttachmentsPerMessage``,
     /// repeated, or an upload that is not complete, of another user or
     /// conversation, already sent or expired.
@@ -174,7 +178,8 @@ public struct APIErrorCode: RawRepresentable, Codable, Sendable, Hashable, CaseI
         .uploadUnavailable, .rangeNotSatisfiable, .rateLimited,
         .invalidMessageBody, .invalidClientID, .invalidTitle, .invalidUserID, .invalidReadSeq, .tooManyMembers,
         .tooManyItems, .invalidLayoutInput, .invalidReplyTo, .invalidEmoji, .tooManyReactions, .notAThreadRoot,
-        .invalidUpload, .invalidUploadSize, .invalidUploadContent, .tooManyUploads, .invalidAttachments,
+        .invalidUpload, .invalidUploadSize, .invalidUploadContent, .tooManyUploads, .uploadKindNotAllowed,
+        .invalidAttachments,
         .invalidDevice, .tooManyDevices, .invalidMute, .invalidRole, .invalidSlowMode, .invalidBan, .memberBanned,
         .slowMode, .invalidReport, .invalidResolution,
         .internalError, .serviceUnavailable, .outcomeUnknown,

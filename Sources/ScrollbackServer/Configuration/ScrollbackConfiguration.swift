@@ -53,7 +53,8 @@ public struct ScrollbackConfiguration: Sendable {
     /// `SCROLLBACK_MAX_SOCKETS` (live delivery's other settings are not
     /// configurable).
     public var liveOptions = LiveOptions()
-    /// `SCROLLBACK_MAX_UPLOAD_BYTES`, `SCROLLBACK_MAX_PENDING_UPLOADS`.
+    /// `SCROLLBACK_MAX_UPLOAD_BYTES`, `SCROLLBACK_MAX_PENDING_UPLOADS`,
+    /// `SCROLLBACK_UPLOAD_KINDS` and the object store's settings.
     public var uploads = UploadOptions()
     /// `SCROLLBACK_WEBHOOK_URL`, `SCROLLBACK_WEBHOOK_SECRET`,
     /// `SCROLLBACK_WEBHOOK_TIMEOUT`, `SCROLLBACK_OUTBOX_RETRY_WINDOW`,
@@ -187,6 +188,13 @@ public struct ScrollbackConfiguration: Sendable {
         }
         if let text = value("SCROLLBACK_MAX_PENDING_UPLOADS") {
             uploads.maxPending = try Self.integer(text, "SCROLLBACK_MAX_PENDING_UPLOADS", in: 1...100_000)
+        }
+        if let text = value("SCROLLBACK_UPLOAD_KINDS") {
+            guard let kinds = UploadOptions.kinds(text) else {
+                throw Failure(
+                    "SCROLLBACK_UPLOAD_KINDS must be a comma-separated list of image, video and file, such as image,file (got \(text)).")
+            }
+            uploads.allowedKinds = kinds
         }
         uploads.objectStorage = try Self.objectStorage(value)
         if let text = value("SCROLLBACK_RETENTION_DAYS") {

@@ -8,6 +8,11 @@ public struct UploadOptions: Sendable, Equatable {
     public var maxBytes = APILimits.maxUploadBytes
     /// `SCROLLBACK_MAX_PENDING_UPLOADS`: uploads one user may have pending.
     public var maxPending = APILimits.maxPendingUploads
+    /// `SCROLLBACK_UPLOAD_KINDS`: the kinds of attachment the server takes
+    /// (image, video, file; all three by default). Checked twice: the kind
+    /// an upload's declared content type names when it is announced, and
+    /// the kind its bytes are once they all arrived.
+    public var allowedKinds = Set(AttachmentKind.allCases)
     /// How long an upload waits for the message that sends it.
     public var lifetime = Duration.seconds(APILimits.uploadLifetimeSeconds)
     /// How long the bytes of a deleted message's attachments stay (a
@@ -24,6 +29,18 @@ public struct UploadOptions: Sendable, Equatable {
     public var objectStorage: ObjectStorageConfiguration?
 
     public init() {}
+
+    /// The kinds of `SCROLLBACK_UPLOAD_KINDS`: a comma-separated list of
+    /// image, video and file (at least one); nil for anything else.
+    static func kinds(_ text: String) -> Set<AttachmentKind>? {
+        var kinds = Set<AttachmentKind>()
+        for part in text.split(separator: ",", omittingEmptySubsequences: false) {
+            let name = part.trimmingCharacters(in: .whitespaces).lowercased()
+            guard let kind = AttachmentKind(rawValue: name) else { return nil }
+            kinds.insert(kind)
+        }
+        return kinds.isEmpty ? nil : kinds
+    }
 
     /// From 1 byte to 1 GiB.
     static let maxBytesRange = 1...(1 << 30)

@@ -64,6 +64,9 @@ struct UploadCommands: Sendable {
     private func announce(_ request: CreateUploadRequest, in id: UUID, by user: UserID) async throws -> Upload {
         let filename = try Validation.filename(request.filename)
         let declaredType = try Validation.contentType(request.contentType)
+        if let kind = Self.declaredKind(declaredType), !options.allowedKinds.contains(kind) {
+            throw kindNotAllowed(kind, "field `content_type` (\(declaredType)) names \(Self.article(kind)).")
+        }
         guard (1...options.maxBytes).contains(request.size) else {
             throw APIError.unprocessable(
                 .invalidUploadSize,
@@ -246,6 +249,12 @@ struct UploadCommands: Sendable {
             try await discard(upload, by: user)
             throw APIError.unprocessable(.invalidUploadContent, mismatch + " The upload was discarded.")
         }
+        let kind = AttachmentKind(found.kind)
+        guard options.allowedKinds.contains(kind) else {
+            try await discard(upload, by: user)
+            throw kindNotAllowed(
+                kind, "the bytes are \(Self.article(kind)) (\(found.contentType)). The upload was discarded.")
+        }
         var hash: SHA256
         if let seen {
             hash = seen.hash
@@ -290,6 +299,26 @@ struct UploadCommands: Sendable {
     static func mismatch(declared: String, found: MediaInspection) -> String? {
         guard !found.format.accepts(declaredContentType: declared) else { return nil }
         return "The upload declared `\(declared)` but its bytes are `\(found.contentType)`."
+    }
+
+    /// The kind of attachment a declared content type names, or nil when it
+    /// claims nothing (`application/octet-stream`: the bytes tell). A type
+    /// the server does not recognise is a file, as its bytes will be.
+    static func declaredKind(_ contentType: String) -> AttachmentKind? {
+        guard let format = MediaFormat(declaredContentType: contentType) else { return .file }
+        return format == .octetStream ? nil : AttachmentKind(format.kind)
+    }
+
+    /// An upload of a kind `SCROLLBACK_UPLOAD_KINDS` leaves out.
+    private func kindNotAllowed(_ kind: AttachmentKind, _ why: String) -> APIError {
+        let allowed = AttachmentKind.allCases.filter(options.allowedKinds.contains).map(\.rawValue)
+        return APIError.unprocessable(
+            .uploadKindNotAllowed,
+            "This server takes \(allowed.joined(separator: ", ")) uploads only, not \(Self.article(kind)): \(why)")
+    }
+
+    private static func article(_ kind: AttachmentKind) -> String {
+        kind == .image ? "an image" : "a \(kind.rawValue)"
     }
 
     static func requireOpen(_ upload: Upload) throws {
