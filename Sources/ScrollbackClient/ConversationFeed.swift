@@ -910,42 +910,20 @@ public final class ConversationFeed: Sendable {
     }
 
     /// Sends the oldest send of the outbox that waits, unless one is under
-    /// way: one at a time, so the server stores them in order.
+    /// way: one at a time, so the server stores them in order (and, through
+    /// the outbox's lane, never while another sender of the process, such as
+    /// `ScrollbackClient.sendWaiting(from:)`, sends from the same outbox).
     private func pumpOutbox(in core: inout Core) {
-        guard !core.isStopped, core.inFlight == nil,
-            let entry = core.state.outbox.first(where: { $0.failure == nil })
+        guard !core.isStopped, core.inFlight == nil, let entry = OutboxDelivery.next(in: core.state.outbox)
         else { return }
         core.inFlight = entry.clientId
-        let (client, id) = (self.client, conversationId)
+        let client = self.client
         spawn(in: &core) { [weak self] in
-            let answer = await Self.untilAnswered(client) { () async throws(ScrollbackError) in
-                try await Self.perform(entry, client, id)
+            await OutboxDelivery.holding(entry.conversationId, sender: entry.sender) {
+                let answer = await OutboxDelivery.send(entry, client)
+                self?.sent(entry, answer)
             }
-            self?.sent(entry, answer)
         }
-    }
-
-    /// Sends an entry of the outbox once.
-    static func perform(_ entry: OutboxEntry, _ client: ScrollbackClient, _ id: UUID)
-        async throws(ScrollbackError) -> ScrollbackClient.SendResult
-    {
-        let message: Message
-        switch entry.change {
-        case nil:
-            return try await client.send(
-                entry.body, to: id, clientId: entry.clientId, attachments: entry.attachments.map(\.id))
-        case .edit(let seq, let body):
-            message = try await client.edit(seq, in: id, body: body)
-        case .delete(let seq):
-            // A message deleted already is answered as it is: a deletion
-            // sent again after a lost answer is done.
-            message = try await client.delete(seq, in: id)
-        case .react(let seq, let emoji):
-            message = try await client.react(emoji, to: seq, in: id)
-        case .unreact(let seq, let emoji):
-            message = try await client.unreact(emoji, from: seq, in: id)
-        }
-        return ScrollbackClient.SendResult(message: message, replayed: false)
     }
 
     /// A send of the outbox answered: stored, or refused.
@@ -971,7 +949,7 @@ public final class ConversationFeed: Sendable {
                 }
             case .failure(let error):
                 if let index = core.state.outbox.firstIndex(where: { $0.clientId == clientId }) {
-                    core.state.outbox[index].failure = error.localizedDescription
+                    core.state.outbox[index] = OutboxDelivery.refused(core.state.outbox[index], error)
                     let entry = core.state.outbox[index]
                     write(in: &core) { try $0.put(entry) }
                 }

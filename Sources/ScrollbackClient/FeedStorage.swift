@@ -21,6 +21,9 @@ public protocol FeedStorage: Sendable {
     func save(_ changes: WindowChanges) throws
     /// The conversation's outbox, in the order its entries were made.
     func outbox(of conversation: UUID) throws -> [OutboxEntry]
+    /// The conversations whose outboxes hold entries, the one with the
+    /// oldest entry first (`ScrollbackClient.sendWaiting(from:)` sends them).
+    func conversationsWithOutbox() throws -> [UUID]
     /// Adds an entry at the end of its conversation's outbox, or, when its
     /// client id is there already, changes it in place.
     func put(_ entry: OutboxEntry) throws

@@ -190,6 +190,13 @@ public final class OfflineStore: FeedStorage, InboxStorage, Sendable {
         }.map { try decoder.decode(OutboxEntry.self, from: $0) }
     }
 
+    public func conversationsWithOutbox() throws -> [UUID] {
+        try database.read { db in
+            try String.fetchAll(
+                db, sql: "SELECT conversation_id FROM outbox GROUP BY conversation_id ORDER BY min(position)")
+        }.compactMap(UUID.init(uuidString:))
+    }
+
     public func put(_ entry: OutboxEntry) throws {
         let json = try ScrollbackJSON.encoder().encode(entry)
         try database.write { db in
