@@ -56,6 +56,19 @@ public struct Inbox: Sendable, Equatable {
     /// before it had got to.
     private var target: Int64?
 
+    /// The unread counts over every conversation, as `GET /v1/unread`
+    /// last answered (nil: not asked, or the whole list is loaded and
+    /// counts itself).
+    private var counted: UnreadCounts?
+    /// Each conversation's unread count as held when that answer came: a
+    /// change to one of them since moves the totals by its difference.
+    private var countedRows: [UUID: Int64] = [:]
+    /// `loadUnreadCounts` is running.
+    private var countsRequested = false
+    /// Something changed while it ran that its answer may not include, or
+    /// a conversation changed whose count the answer did not take: ask again.
+    private var countsOutdated = false
+
     public init() {}
 
     // MARK: Reading
@@ -69,8 +82,31 @@ public struct Inbox: Sendable, Equatable {
     /// A page of the list is being loaded.
     public var isLoadingPage: Bool { pageRequest != nil }
 
-    /// The unread messages of every conversation in the list.
-    public var unreadCount: Int64 { conversations.reduce(0) { $0 + $1.unreadCount } }
+    /// The user's unread messages over all their conversations (a tab
+    /// badge): the list's own sum once every page is loaded; before that,
+    /// the server's total (`GET /v1/unread`) moved by every change seen
+    /// since, asked again whenever a change may not be in it.
+    public var unreadCount: Int64 {
+        guard let counted, frontier != .min else { return conversations.reduce(0) { $0 + $1.unreadCount } }
+        return countedRows.reduce(counted.unreadMessages) { total, row in total + unread(of: row.key) - row.value }
+    }
+
+    /// How many conversations have unread messages, as `unreadCount` counts them.
+    public var unreadConversations: Int64 {
+        guard let counted, frontier != .min else { return Int64(conversations.count { $0.unreadCount > 0 }) }
+        return countedRows.reduce(counted.unreadConversations) { total, row in
+            total + (unread(of: row.key) > 0 ? 1 : 0) - (row.value > 0 ? 1 : 0)
+        }
+    }
+
+    /// A conversation's unread count as held: its row, or a line of it
+    /// waiting for its page; 0 once the user was removed from it.
+    private func unread(of id: UUID) -> Int64 {
+        if let row = byId[id] { return row.unreadCount }
+        if let line = waiting[id] { return line.unreadCount }
+        if removedIds.contains(id) { return 0 }
+        return countedRows[id] ?? 0
+    }
 
     /// The unread mentions of the user in every conversation in the list.
     public var unreadMentions: Int64 { conversations.reduce(0) { $0 + $1.unreadMentions } }
@@ -114,10 +150,75 @@ public struct Inbox: Sendable, Equatable {
         case .conversationFetchFailed(let id):
             // Asked for again below.
             fetching[id] = nil
+        case .unreadCountsLoaded(let counts):
+            countsRequested = false
+            counted = counts
+            countedRows = [:]
+            for (id, line) in waiting { countedRows[id] = line.unreadCount }
+            for (id, row) in byId { countedRows[id] = row.unreadCount }
+        case .unreadCountsFailed:
+            // Asked again (the runner has waited out its retries first).
+            countsRequested = false
+            countsOutdated = true
         }
         effects += fetchRequests()
         rebuild()
+        effects += countRequests(after: action)
         return InboxUpdate(change: InboxChange(from: before, to: conversations), effects: effects)
+    }
+
+    // MARK: Counts
+
+    /// Asks the server for the totals while the list is not all loaded:
+    /// after the first page, and again when a change came that the last
+    /// answer may not include.
+    private mutating func countRequests(after action: InboxAction) -> [InboxEffect] {
+        guard isLoaded, frontier != .min else {
+            counted = nil
+            countedRows = [:]
+            countsOutdated = false
+            return []
+        }
+        if case .frame(let frame) = action, let id = Self.conversation(countedIn: frame) {
+            // A change of a conversation the answer counted moves the
+            // totals by itself; any other, or any change while a request
+            // runs, needs the server's word.
+            if countsRequested || countedRows[id] == nil { countsOutdated = true }
+        }
+        switch action {
+        case .frame(.inboxResyncRequired):
+            countsOutdated = true
+        case .pageLoaded, .conversationFetched:
+            // A page or a fetch that changed a count the answer took (a row
+            // restored from disk, out of date): the answer may not agree.
+            if byId.contains(where: { id, row in countedRows[id].map { $0 != row.unreadCount } ?? false }),
+                counted != nil
+            {
+                countsOutdated = true
+            }
+        default:
+            break
+        }
+        if counted != nil {
+            // Rows a page or a fetch brought, unchanged since the answer
+            // (a change would have come as a frame, and been asked about).
+            for (id, line) in waiting where countedRows[id] == nil { countedRows[id] = line.unreadCount }
+            for (id, row) in byId where countedRows[id] == nil { countedRows[id] = row.unreadCount }
+        }
+        guard !countsRequested, counted == nil || countsOutdated else { return [] }
+        countsOutdated = false
+        countsRequested = true
+        return [.loadUnreadCounts]
+    }
+
+    /// The conversation whose unread count a frame may change.
+    private static func conversation(countedIn frame: ServerFrame) -> UUID? {
+        switch frame {
+        case .conversationActivity(let line, _): line.conversationId
+        case .memberAdded(let conversation, _): conversation.id
+        case .inboxRead(let id, _, _, _, _, _), .inboxMemberRemoved(let id, _): id
+        default: nil
+        }
     }
 
     // MARK: Frames
@@ -354,6 +455,10 @@ public enum InboxAction: Sendable, Equatable {
     case conversationNotVisible(UUID)
     /// The fetch failed otherwise (after its retries): it is asked for again.
     case conversationFetchFailed(UUID)
+    /// `GET /v1/unread` answered a `loadUnreadCounts` effect.
+    case unreadCountsLoaded(UnreadCounts)
+    /// It failed (after its retries, and a pause): asked for again.
+    case unreadCountsFailed
 }
 
 /// What the owner of an inbox should do next; the inbox does no I/O.
@@ -366,6 +471,10 @@ public enum InboxEffect: Sendable, Equatable {
     /// Fetch one conversation (`GET /v1/conversations/{id}`): a line arrived
     /// for one the list does not hold, without its title and members.
     case fetchConversation(UUID)
+    /// Fetch the user's unread totals (`GET /v1/unread`) and answer with
+    /// `unreadCountsLoaded` or `unreadCountsFailed`: the list is not all
+    /// loaded, so it cannot count them itself.
+    case loadUnreadCounts
 }
 
 /// One page asked for: the list's cursor, and which pass over the list it

@@ -286,6 +286,15 @@ actor InboxRunner {
             } catch {
                 if await pausedAfterFailure() { apply(.pageFailed(request)) }
             }
+        case .loadUnreadCounts:
+            do {
+                let counts = try await client.retrying { () async throws(ScrollbackError) in
+                    try await client.unreadCounts()
+                }
+                apply(.unreadCountsLoaded(counts))
+            } catch {
+                if await pausedAfterFailure() { apply(.unreadCountsFailed) }
+            }
         case .fetchConversation(let id):
             do {
                 let conversation = try await client.retrying { () async throws(ScrollbackError) in

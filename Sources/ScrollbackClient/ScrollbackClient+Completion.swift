@@ -98,6 +98,11 @@ extension ScrollbackClient {
     }
 
     @discardableResult
+    public func unreadCounts(completion: @escaping Completion<UnreadCounts>) -> Task<Void, Never> {
+        complete(completion) { () async throws(ScrollbackError) in try await unreadCounts() }
+    }
+
+    @discardableResult
     public func blocks(completion: @escaping Completion<[BlockedUser]>) -> Task<Void, Never> {
         complete(completion) { () async throws(ScrollbackError) in try await blocks() }
     }

@@ -102,6 +102,12 @@ public struct ScrollbackClient: Sendable {
             .GET, "/v1/conversations", query: [("limit", limit.map(String.init)), ("cursor", cursor)])
     }
 
+    /// The user's unread messages over all their conversations, and how
+    /// many conversations have any: a badge without every page of the list.
+    public func unreadCounts() async throws(ScrollbackError) -> UnreadCounts {
+        try await call(.GET, "/v1/unread")
+    }
+
     public func addMember(_ user: String, to id: UUID) async throws(ScrollbackError) -> Conversation {
         try await call(.POST, "/v1/conversations/\(id.wire)/members", body: AddMemberRequest(userId: user))
     }

@@ -29,6 +29,10 @@ extension ScrollbackClient {
             deferred { () async throws(ScrollbackError) in try await client.conversations(limit: limit, cursor: cursor) }
         }
 
+        public func unreadCounts() -> AnyPublisher<UnreadCounts, ScrollbackError> {
+            deferred { () async throws(ScrollbackError) in try await client.unreadCounts() }
+        }
+
         public func addMember(_ user: String, to id: UUID) -> AnyPublisher<Conversation, ScrollbackError> {
             deferred { () async throws(ScrollbackError) in try await client.addMember(user, to: id) }
         }

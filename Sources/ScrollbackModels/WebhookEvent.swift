@@ -237,11 +237,11 @@ public struct PushNotification: Codable, Sendable, Equatable {
     public var mention: Bool
     /// How many attachments the message carries.
     public var attachments: Int
-    public var counts: PushCounts
+    public var counts: UnreadCounts
 
     public init(
         id: String, eventId: String, type: Kind, userId: String, devices: [PushDevice], conversationId: UUID,
-        seq: Int64?, sender: String?, excerpt: String?, mention: Bool, attachments: Int, counts: PushCounts
+        seq: Int64?, sender: String?, excerpt: String?, mention: Bool, attachments: Int, counts: UnreadCounts
     ) {
         self.id = id
         self.eventId = eventId
@@ -294,7 +294,7 @@ public struct PushDevice: Codable, Sendable, Equatable {
 
 /// The user's unread messages and unread conversations, as their inbox
 /// counts them (every conversation, muted ones too).
-public struct PushCounts: Codable, Sendable, Equatable {
+public struct UnreadCounts: Codable, Sendable, Equatable {
     enum CodingKeys: String, CodingKey {
         case unreadMessages = "unread_messages"
         case unreadConversations = "unread_conversations"

@@ -108,6 +108,17 @@ extension ScrollbackStore {
         """
     }
 
+    /// The unread counts over every conversation of the user of `me` (a
+    /// relation with a `user_id` column, before this join): `t.unread`
+    /// messages and `t.conversations` with any, muted ones too. The one
+    /// definition, for the badge a push carries and for `GET /v1/unread`.
+    static let unreadCountsJoin = """
+        CROSS JOIN LATERAL (
+            SELECT COALESCE(sum(n.unread), 0)::int8 AS unread, count(*) FILTER (WHERE n.unread > 0)::int8 AS conversations
+            FROM members mm CROSS JOIN LATERAL (SELECT \(unread(of: "mm")) AS unread) n
+            WHERE mm.user_id = me.user_id) t
+        """
+
     /// The mentions of member row `me` after its read marker (see
     /// sql/007_mentions.sql: a deleted message has none, nor has the
     /// sender's own), counted on the mentions' primary key.
@@ -155,6 +166,21 @@ extension ScrollbackStore {
             writes: false, as: .conversation)
         guard let row = rows.first else { throw StoreError.conversationNotFound }
         return try Self.decodeConversation(row)
+    }
+
+    /// `user`'s unread messages over all their conversations, and how many
+    /// conversations have any (muted ones too): the badge, as a push
+    /// carries it.
+    public func unreadCounts(for user: UserID) async throws -> UnreadCounts {
+        let rows = try await rows(
+            """
+            SELECT t.unread, t.conversations
+            FROM (SELECT \(user.rawValue)::text AS user_id) me \(unescaped: Self.unreadCountsJoin)
+            """,
+            writes: false, as: .conversations)
+        guard let row = rows.first else { return UnreadCounts(unreadMessages: 0, unreadConversations: 0) }
+        let (unread, conversations) = try row.decode((Int64, Int64).self)
+        return UnreadCounts(unreadMessages: unread, unreadConversations: conversations)
     }
 
     /// A page of the user's conversations, most recently active first, after

@@ -323,7 +323,7 @@ extension ScrollbackStore {
 public struct PushRecipient: Sendable, Equatable {
     public var user: UserID
     public var devices: [PushDevice]
-    public var counts: PushCounts
+    public var counts: UnreadCounts
     /// The message mentions them.
     public var mentioned: Bool
 }
@@ -343,7 +343,7 @@ extension ScrollbackStore {
                    EXISTS (SELECT 1 FROM mentions mn WHERE mn.conversation_id = me.conversation_id
                            AND mn.seq = \(seq) AND mn.user_id = me.user_id),
             \(unescaped: Self.pushColumns)
-            FROM members me \(unescaped: Self.pushCountsJoin)
+            FROM members me \(unescaped: Self.unreadCountsJoin)
             WHERE me.conversation_id = \(id) AND me.user_id <> \(sender.rawValue) AND NOT \(unescaped: Self.mutedNow)
               AND NOT EXISTS (SELECT 1 FROM blocks b WHERE b.blocker = me.user_id AND b.blocked = \(sender.rawValue))
               AND me.user_id <> ALL(\(done)::text[])
@@ -362,7 +362,7 @@ extension ScrollbackStore {
         try await rows(
             """
             SELECT me.user_id, false, \(unescaped: Self.pushColumns)
-            FROM (SELECT \(user.rawValue)::text AS user_id) me \(unescaped: Self.pushCountsJoin)
+            FROM (SELECT \(user.rawValue)::text AS user_id) me \(unescaped: Self.unreadCountsJoin)
             WHERE EXISTS (SELECT 1 FROM devices d WHERE d.user_id = me.user_id)
             """,
             writes: false, as: .outbox
@@ -388,14 +388,6 @@ extension ScrollbackStore {
         ARRAY(SELECT d.token FROM devices d WHERE d.user_id = me.user_id ORDER BY d.device_id)
         """
 
-    /// The join that `pushColumns` reads the counts from, after `FROM ... me`.
-    private static let pushCountsJoin = """
-        CROSS JOIN LATERAL (
-            SELECT COALESCE(sum(n.unread), 0)::int8 AS unread, count(*) FILTER (WHERE n.unread > 0)::int8 AS conversations
-            FROM members mm CROSS JOIN LATERAL (SELECT \(unread(of: "mm")) AS unread) n
-            WHERE mm.user_id = me.user_id) t
-        """
-
     private static func pushRecipient(from row: PostgresRow) throws -> PushRecipient {
         let (user, mentioned, unread, conversations, ids, platforms, tokens) = try row.decode(
             (String, Bool, Int64, Int64, [String], [String], [String]).self)
@@ -404,6 +396,6 @@ extension ScrollbackStore {
         }
         return PushRecipient(
             user: UserID(rawValue: user), devices: devices,
-            counts: PushCounts(unreadMessages: unread, unreadConversations: conversations), mentioned: mentioned)
+            counts: UnreadCounts(unreadMessages: unread, unreadConversations: conversations), mentioned: mentioned)
     }
 }

@@ -183,7 +183,8 @@ import Testing
         inbox.apply(.frame(.inboxMemberRemoved(conversationId: d, cursor: "11")))
         let resync = inbox.apply(.frame(.inboxResyncRequired(cursor: "99")))
         let reload = InboxPageRequest(cursor: nil, pass: 1)
-        #expect(resync.effects == [.loadPage(reload)] && inbox.cursor == "99")
+        // The totals too: the new pass starts without every page.
+        #expect(resync.effects == [.loadPage(reload), .loadUnreadCounts] && inbox.cursor == "99")
         #expect(inbox.conversations.count == 3, "what is shown stays until the new pass says otherwise")
         // A page of the old pass answers late: ignored.
         inbox.apply(.pageLoaded(Self.list([Self.conversation(e, activity: 45)], next: nil), for: InboxPageRequest(cursor: "old", pass: 0)))

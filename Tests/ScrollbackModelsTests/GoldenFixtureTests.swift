@@ -86,7 +86,7 @@ struct Golden: Sendable, CustomTestStringConvertible {
             id: "41:bob", eventId: "41", type: .message, userId: "bob",
             devices: [PushDevice(deviceId: "iphone-1", platform: .apns, token: "a1b2c3")],
             conversationId: Values.conversationID, seq: 42, sender: "alice", excerpt: "On my way", mention: false,
-            attachments: 0, counts: PushCounts(unreadMessages: 3, unreadConversations: 2))),
+            attachments: 0, counts: UnreadCounts(unreadMessages: 3, unreadConversations: 2))),
         Golden("message_deleted", Values.deletedMessage),
         Golden("message_reply", Values.reply),
         Golden("message_thread_root", Values.threadRoot),

@@ -46,10 +46,10 @@ import Testing
 
     /// The counts the inbox shows `user`: unread messages over every
     /// conversation, and conversations with any.
-    static func inboxCounts(_ store: ScrollbackStore, _ user: String) async throws -> PushCounts {
+    static func inboxCounts(_ store: ScrollbackStore, _ user: String) async throws -> UnreadCounts {
         let page = try await store.conversations(for: UserID(rawValue: user), limit: 100, after: nil)
         let unread = page.conversations.map(\.unreadCount)
-        return PushCounts(unreadMessages: unread.reduce(0, +), unreadConversations: Int64(unread.filter { $0 > 0 }.count))
+        return UnreadCounts(unreadMessages: unread.reduce(0, +), unreadConversations: Int64(unread.filter { $0 > 0 }.count))
     }
 
     @Test func eachOfflineUnmutedRecipientIsPushedWithTheInboxCounts() async throws {
@@ -76,9 +76,9 @@ import Testing
             #expect(pushes.map(\.excerpt) == ["elsewhere", "hello @bob", "are you there?"])
             #expect(pushes.map(\.mention) == [false, true, false])
             #expect(pushes.map(\.counts) == [
-                PushCounts(unreadMessages: 1, unreadConversations: 1),
-                PushCounts(unreadMessages: 2, unreadConversations: 2),
-                PushCounts(unreadMessages: 3, unreadConversations: 2),
+                UnreadCounts(unreadMessages: 1, unreadConversations: 1),
+                UnreadCounts(unreadMessages: 2, unreadConversations: 2),
+                UnreadCounts(unreadMessages: 3, unreadConversations: 2),
             ])
             #expect(pushes.last?.counts == (try await Self.inboxCounts(store, "bob")))
             #expect(pushes[0].devices == [PushDevice(deviceId: "phone-bob", platform: .apns, token: Self.token + "bob")])
@@ -94,7 +94,7 @@ import Testing
             _ = try await gateway.wait("the counts update") { $0.count >= 4 }
             let update = try #require(try Self.notifications(gateway.deliveries).last)
             #expect(update.type == .counts && update.userId == "bob" && update.excerpt == nil)
-            #expect(update.counts == PushCounts(unreadMessages: 1, unreadConversations: 1))
+            #expect(update.counts == UnreadCounts(unreadMessages: 1, unreadConversations: 1))
             #expect(update.counts == (try await Self.inboxCounts(store, "bob")))
 
             // Carol's mute runs out: she is pushed again.

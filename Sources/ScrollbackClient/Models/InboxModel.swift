@@ -9,8 +9,11 @@ import ScrollbackModels
 public final class InboxModel {
     /// Most recently active first.
     public private(set) var conversations: [Conversation] = []
-    /// Unread messages across the list (a tab badge).
+    /// Unread messages over all the user's conversations, loaded or not
+    /// (a tab badge; `Inbox.unreadCount`).
     public private(set) var unreadCount: Int64 = 0
+    /// How many conversations have unread messages, loaded or not.
+    public private(set) var unreadConversations: Int64 = 0
     /// Unread mentions of the user across the list.
     public private(set) var unreadMentions: Int64 = 0
     /// Subscribed live on the current socket.
@@ -54,6 +57,7 @@ public final class InboxModel {
     private func show(_ inbox: Inbox, failure: ScrollbackError?) {
         if conversations != inbox.conversations { conversations = inbox.conversations }
         if unreadCount != inbox.unreadCount { unreadCount = inbox.unreadCount }
+        if unreadConversations != inbox.unreadConversations { unreadConversations = inbox.unreadConversations }
         if unreadMentions != inbox.unreadMentions { unreadMentions = inbox.unreadMentions }
         if isLive != inbox.isLive { isLive = inbox.isLive }
         if isLoaded != inbox.isLoaded { isLoaded = inbox.isLoaded }

@@ -13,6 +13,7 @@ struct ConversationController {
     func addRoutes(to group: RouterGroup<ScrollbackRequestContext>) {
         group.post("conversations", use: create)
         group.get("conversations", use: list)
+        group.get("unread", use: unread)
         group.get("conversations/:id", use: show)
         group.patch("conversations/:id", use: update)
         group.get("conversations/:id/members", use: members)
@@ -49,6 +50,12 @@ struct ConversationController {
             ConversationList(
                 conversations: page.conversations, nextCursor: page.next.map(ConversationCursor.encode),
                 activityChanged: page.activityChanged))
+    }
+
+    /// The caller's unread messages over all their conversations (a badge
+    /// that does not need every page of the list).
+    @Sendable func unread(_ request: Request, context: ScrollbackRequestContext) async throws -> JSONBody<UnreadCounts> {
+        JSONBody(try await store.unreadCounts(for: try context.requireUser()))
     }
 
     @Sendable func show(_ request: Request, context: ScrollbackRequestContext) async throws -> JSONBody<Conversation> {
