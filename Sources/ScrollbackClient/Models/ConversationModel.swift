@@ -38,8 +38,11 @@ public final class ConversationModel {
     /// bottom (pinned to the newest message).
     public private(set) var anchor: TimelineAnchor?
     /// The first message that was unread when the screen opened: the
-    /// "new messages" divider goes above it. It does not move as the reader
-    /// reads; nil when nothing was unread.
+    /// "new messages" divider goes above it. It comes from the feed's read
+    /// marker as it opened (`ConversationFeed.State.readSeqAtOpen`): the
+    /// stored one at once, offline too, then the server's once it answers
+    /// (the divider moves if the user read on another device meanwhile). It
+    /// does not move as the reader reads; nil when nothing was unread.
     public private(set) var firstUnreadSeq: Int64?
     /// How the rows changed in the last update, for a UIKit list.
     public private(set) var lastDiff = TimelineDiff()
@@ -55,6 +58,7 @@ public final class ConversationModel {
 
     public let feed: ConversationFeed
     @ObservationIgnored private var reading: Task<Void, Never>?
+    /// The feed's read marker as it opened, as the divider was last placed by.
     @ObservationIgnored private var readSeqAtOpen: Int64?
 
     public init(feed: ConversationFeed) {
@@ -65,13 +69,8 @@ public final class ConversationModel {
     /// Starts the feed at `opening` and follows it. Once only; `stop()` ends both.
     public func start(at opening: ConversationFeed.Opening = .newest) {
         guard reading == nil else { return }
-        let (updates, client, id) = (feed.updates, feed.client, feed.conversationId)
+        let updates = feed.updates
         reading = Task { [weak self] in
-            // The read marker as the screen opens: where the divider goes.
-            Task { [weak self] in
-                let conversation = try? await client.conversation(id)
-                self?.opened(readSeq: conversation?.readSeq)
-            }
             for await (state, update) in updates {
                 guard let self else { return }
                 self.show(state, update)
@@ -85,18 +84,24 @@ public final class ConversationModel {
         feed.stop()
     }
 
-    private func opened(readSeq: Int64?) {
-        guard readSeqAtOpen == nil, let readSeq else { return }
-        readSeqAtOpen = readSeq
-        firstUnread()
-    }
-
-    private func firstUnread() {
-        guard let readSeq = readSeqAtOpen, firstUnreadSeq == nil else { return }
-        // The oldest loaded message after the marker that someone else wrote.
-        firstUnreadSeq = items.reversed().compactMap(\.message).first {
-            $0.seq > readSeq && $0.sender != feed.userId
-        }?.seq
+    /// Places the divider by the feed's knowledge: where the feed opened at
+    /// the first unread, or else above the oldest loaded message after the
+    /// marker the feed opened with that someone else wrote. A new marker
+    /// (the server's after the stored one) places it again.
+    private func placeDivider(_ state: ConversationFeed.State) {
+        var divider = firstUnreadSeq
+        if let marker = state.readSeqAtOpen, marker != readSeqAtOpen {
+            readSeqAtOpen = marker
+            divider = nil
+        }
+        if let first = state.firstUnreadSeq {
+            divider = first
+        } else if divider == nil, let readSeq = readSeqAtOpen {
+            divider = items.reversed().compactMap(\.message).first {
+                $0.seq > readSeq && $0.sender != feed.userId
+            }?.seq
+        }
+        if firstUnreadSeq != divider { firstUnreadSeq = divider }
     }
 
     private func show(_ state: ConversationFeed.State, _ update: TimelineUpdate) {
@@ -106,7 +111,6 @@ public final class ConversationModel {
         if isLoadingOlder != state.isLoadingOlder { isLoadingOlder = state.isLoadingOlder }
         if isLoadingNewer != state.isLoadingNewer { isLoadingNewer = state.isLoadingNewer }
         if hasNewer != timeline.hasNewer { hasNewer = timeline.hasNewer }
-        if firstUnreadSeq == nil, let first = state.firstUnreadSeq { firstUnreadSeq = first }
         let layout = timeline.layout
         let padding = layout?.bottomPadding ?? 0
         if bottomPadding != padding { bottomPadding = padding }
@@ -117,7 +121,7 @@ public final class ConversationModel {
         if readSeqs != state.readSeqs { readSeqs = state.readSeqs }
         if presence != state.presence { presence = state.presence }
         if failure != state.failure { failure = state.failure }
-        firstUnread()
+        placeDivider(state)
     }
 
     // MARK: Actions
