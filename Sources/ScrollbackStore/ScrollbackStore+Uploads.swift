@@ -198,13 +198,23 @@ extension ScrollbackStore {
 
     /// Forgets an upload not sent yet, bytes and all (bytes that are not
     /// what they were declared to be). False when there was none to forget.
+    /// Its object, if it has one, is recorded as an orphan
+    /// (``claimOrphanObjects(limit:for:)``): the caller deletes it, then
+    /// ``forgetOrphanObjects(_:)``; if that delete fails, a sweeper does it.
     @discardableResult
     public func discardUpload(_ uploadID: UUID, in id: UUID, by user: UserID) async throws -> Bool {
         let rows = try await rows(
             """
-            DELETE FROM uploads
-            WHERE conversation_id = \(id) AND id = \(uploadID) AND uploader = \(user.rawValue) AND message_seq IS NULL
-            RETURNING id
+            WITH gone AS (
+                DELETE FROM uploads
+                WHERE conversation_id = \(id) AND id = \(uploadID) AND uploader = \(user.rawValue) AND message_seq IS NULL
+                RETURNING id, object_key
+            ), orphaned AS (
+                INSERT INTO orphan_objects (object_key)
+                SELECT object_key FROM gone WHERE object_key IS NOT NULL
+                ON CONFLICT (object_key) DO NOTHING
+            )
+            SELECT id FROM gone
             """,
             writes: true, as: .upload)
         return !rows.isEmpty
@@ -228,8 +238,10 @@ extension ScrollbackStore {
     /// What the sweeper collects in one go: at most `limit` uploads that
     /// expired unsent, and those whose message was deleted more than
     /// `grace` ago, with their bytes. Answers what it deleted, with the
-    /// object keys of those whose bytes are in an object store (the caller
-    /// deletes those objects).
+    /// object keys of those whose bytes are in an object store, which the
+    /// same statement records as orphans (`sql/025_orphan_objects.sql`):
+    /// they stay recorded until ``forgetOrphanObjects(_:)``, so an object
+    /// whose delete fails is deleted at a later pass.
     public func collectUploads(grace: Duration, limit: Int) async throws -> (count: Int, objectKeys: [String]) {
         let graceSeconds = Double(grace.components.seconds)
         let rows = try await rows(
@@ -241,13 +253,64 @@ extension ScrollbackStore {
                 SELECT conversation_id, id FROM uploads
                 WHERE removed_at IS NOT NULL AND removed_at <= now() - make_interval(secs => \(graceSeconds))
                 LIMIT \(limit)
+            ), deleted AS (
+                DELETE FROM uploads u USING gone
+                WHERE u.conversation_id = gone.conversation_id AND u.id = gone.id
+                RETURNING u.object_key
+            ), orphaned AS (
+                INSERT INTO orphan_objects (object_key)
+                SELECT object_key FROM deleted WHERE object_key IS NOT NULL
+                ON CONFLICT (object_key) DO NOTHING
             )
-            DELETE FROM uploads u USING gone
-            WHERE u.conversation_id = gone.conversation_id AND u.id = gone.id
-            RETURNING u.object_key
+            SELECT object_key FROM deleted
             """,
             writes: true, as: .collectUploads)
         return (rows.count, try rows.compactMap { try $0.decode(String?.self) })
+    }
+
+    /// Claims up to `limit` recorded orphan objects for `lease`: keys no
+    /// other claim holds (`FOR UPDATE SKIP LOCKED`: two sweepers at once get
+    /// different keys), never tried first, oldest first. The caller deletes
+    /// their objects, then ``forgetOrphanObjects(_:)`` the deleted ones and
+    /// ``releaseOrphanObjects(failed:untried:)`` the rest; a claim it never
+    /// ends (it stopped) runs out after `lease`.
+    public func claimOrphanObjects(limit: Int, for lease: Duration) async throws -> [String] {
+        let leaseSeconds = Double(lease.components.seconds)
+        let rows = try await rows(
+            """
+            UPDATE orphan_objects o SET claimed_until = now() + make_interval(secs => \(leaseSeconds))
+            FROM (
+                SELECT object_key FROM orphan_objects
+                WHERE claimed_until IS NULL OR claimed_until <= now()
+                ORDER BY claimed_until NULLS FIRST, since
+                LIMIT \(limit)
+                FOR UPDATE SKIP LOCKED
+            ) free
+            WHERE o.object_key = free.object_key
+            RETURNING o.object_key
+            """,
+            writes: true, as: .collectUploads)
+        return try rows.map { try $0.decode(String.self) }
+    }
+
+    /// Removes orphan objects whose objects are deleted (or were missing).
+    public func forgetOrphanObjects(_ keys: [String]) async throws {
+        guard !keys.isEmpty else { return }
+        _ = try await rows(
+            "DELETE FROM orphan_objects WHERE object_key = ANY(\(keys))", writes: true, as: .collectUploads)
+    }
+
+    /// Ends a claim on orphan objects still there: those whose delete
+    /// `failed` go after the keys never tried, `untried` ones keep their place.
+    public func releaseOrphanObjects(failed: [String], untried: [String] = []) async throws {
+        guard !failed.isEmpty || !untried.isEmpty else { return }
+        _ = try await rows(
+            """
+            UPDATE orphan_objects
+            SET claimed_until = CASE WHEN object_key = ANY(\(failed)) THEN now() ELSE NULL END
+            WHERE object_key = ANY(\(failed + untried))
+            """,
+            writes: true, as: .collectUploads)
     }
 
     static let uploadColumns = """

@@ -139,10 +139,20 @@ struct UploadCommands: Sendable {
         return try await inspect(filled, by: user)
     }
 
-    /// Forgets an unsent upload, and its object when there is one.
+    /// Forgets an unsent upload, and its object when there is one: the
+    /// store records the object as an orphan with the row's deletion, and
+    /// forgets it once it is deleted here; one that cannot be deleted now
+    /// is the sweeper's.
     private func discard(_ upload: Upload, by user: UserID) async throws {
         try await store.discardUpload(upload.id, in: upload.conversation, by: user)
-        if let key = upload.objectKey { await storage.deleteObjects([key], logger: logger) }
+        guard let key = upload.objectKey else { return }
+        let deleted = await storage.deleteObjects([key], logger: logger)
+        do {
+            try await store.forgetOrphanObjects(deleted)
+        } catch {
+            // Recorded still: a sweeper deletes it again (a missing object is no error).
+            logger.warning("a deleted object could not be forgotten", metadata: ["key": "\(key)", "error": "\(error)"])
+        }
     }
 
     /// Takes the bytes of `body` into upload `uploadID` from `offset` (where

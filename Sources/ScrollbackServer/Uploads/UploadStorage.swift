@@ -46,17 +46,28 @@ enum UploadStorage: Sendable {
         return out
     }
 
-    /// Deletes objects whose rows are gone. One that cannot be deleted now
-    /// is logged and left: an orphan costs storage, never correctness.
-    func deleteObjects(_ keys: [String], logger: Logger) async {
-        guard case .objectStore(let objects) = self else { return }
+    /// Deletes objects whose rows are gone (recorded as orphans, see
+    /// `ScrollbackStore.claimOrphanObjects`), in order, up to the first that
+    /// cannot be deleted now (logged): the store is away or refuses, and the
+    /// rest would most likely fail the same way. Answers the keys whose
+    /// objects are gone, the first ones of `keys`; a key with no object
+    /// counts (S3 answers its delete as done).
+    @discardableResult
+    func deleteObjects(_ keys: [String], logger: Logger) async -> [String] {
+        guard case .objectStore(let objects) = self else { return [] }
+        var deleted: [String] = []
         for key in keys {
             do {
                 try await objects.delete(key: key)
+                deleted.append(key)
             } catch {
-                logger.warning("an upload's object could not be deleted", metadata: ["key": "\(key)", "error": "\(error)"])
+                logger.warning(
+                    "an upload's object could not be deleted: it stays recorded, for a later pass",
+                    metadata: ["key": "\(key)", "error": "\(error)"])
+                break
             }
         }
+        return deleted
     }
 }
 

@@ -13,6 +13,10 @@ struct UploadSweeper: Service {
 
     /// Uploads deleted per statement: a backlog goes in short steps.
     static let batch = 500
+    /// How long a sweeper holds the orphan objects it claimed: far longer
+    /// than deleting a batch takes; a sweeper that stopped half way leaves
+    /// its keys to the others after this.
+    static let orphanClaim = Duration.seconds(900)
 
     func run() async throws {
         await cancelWhenGracefulShutdown {
@@ -26,20 +30,43 @@ struct UploadSweeper: Service {
         }
     }
 
-    /// One pass: batches until none is full. A database that is away is
-    /// tried again at the next pass.
+    /// One pass: batches until none is full, then the objects of what was
+    /// collected (in this pass or any earlier one, by any instance). A
+    /// database or an object store that is away is tried again at the
+    /// next pass.
     func sweep() async {
         do {
             while true {
+                // The rows are gone first, their object keys recorded in the
+                // same statement: an object is never an attachment without
+                // bytes, and never forgotten while it is stored.
                 let collected = try await store.collectUploads(grace: options.removalGrace, limit: Self.batch)
-                // The rows are gone first: an object left by a failed delete
-                // is an orphan nobody can reach, never a dangling attachment.
-                await storage.deleteObjects(collected.objectKeys, logger: logger)
                 if collected.count > 0 { logger.info("collected uploads", metadata: ["count": "\(collected.count)"]) }
-                if collected.count < Self.batch { return }
+                if collected.count < Self.batch { break }
             }
+            try await deleteOrphanObjects()
         } catch {
             logger.warning("the upload sweeper could not collect", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// Deletes the recorded orphan objects, a claimed batch at a time, and
+    /// forgets each key once its object is gone. A delete that fails ends
+    /// the pass: its key, and those not tried yet, are freed for the next.
+    func deleteOrphanObjects() async throws {
+        // The database holds the bytes: no object to delete, none recorded.
+        guard case .objectStore = storage else { return }
+        while true {
+            let keys = try await store.claimOrphanObjects(limit: Self.batch, for: Self.orphanClaim)
+            let deleted = await storage.deleteObjects(keys, logger: logger)
+            try await store.forgetOrphanObjects(deleted)
+            if deleted.count > 0 { logger.info("deleted upload objects", metadata: ["count": "\(deleted.count)"]) }
+            if deleted.count < keys.count {
+                let left = keys[deleted.count...]
+                try await store.releaseOrphanObjects(failed: [left.first!], untried: Array(left.dropFirst()))
+                return
+            }
+            if keys.count < Self.batch { return }
         }
     }
 }
