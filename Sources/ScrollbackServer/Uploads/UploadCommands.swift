@@ -158,9 +158,11 @@ struct UploadCommands: Sendable {
     /// Takes the bytes of `body` into upload `uploadID` from `offset` (where
     /// the upload stands: a resumed upload sends the rest), chunk by chunk,
     /// then inspects the file when it is whole. Answers how far it is.
+    /// `declaredSize`, the size of the file the client says the bytes belong
+    /// to (`Content-Range`'s SIZE), must be the upload's.
     func receive(
         _ body: some AsyncSequence<ByteBuffer, any Error>, into uploadID: UUID, in id: UUID, by user: UserID,
-        from offset: Int64
+        from offset: Int64, declaredSize: Int64? = nil
     ) async throws -> Upload {
         guard var upload = try await store.upload(uploadID, in: id, of: user) else { throw StoreError.uploadNotFound }
         if upload.objectKey != nil {
@@ -169,6 +171,12 @@ struct UploadCommands: Sendable {
                 "This upload's bytes go to the object store: send them to the `upload_url` its creation answered.")
         }
         try Self.requireOpen(upload)
+        if let declaredSize, declaredSize != upload.size {
+            throw APIError.unprocessable(
+                .invalidUploadSize,
+                "`Content-Range` says the file has \(declaredSize) bytes, but the upload declared \(upload.size): "
+                    + "send the bytes of that file (`Content-Range: bytes START-END/\(upload.size)`), or announce a new upload. Nothing was stored.")
+        }
         guard offset == upload.received else { throw Self.offsetMismatch(upload.received) }
         var position = offset
         var pending = ByteBuffer()

@@ -42,8 +42,9 @@ struct UploadController {
         // A refusal leaves the rest of the body to the server, which reads
         // and drops it (at most the largest upload: the connection's guard
         // cuts anything longer), so the client reads the answer.
-        let offset = try Self.offset(request.headers)
-        let upload = try await uploads.receive(request.body, into: uploadID, in: id, by: user, from: offset)
+        let range = try Self.contentRange(request.headers)
+        let upload = try await uploads.receive(
+            request.body, into: uploadID, in: id, by: user, from: range?.start ?? 0, declaredSize: range?.size)
         return JSONBody(Self.progress(upload))
     }
 
@@ -104,10 +105,21 @@ struct UploadController {
         return (id, uploadID)
     }
 
-    /// Where the bytes of the request start: 0, or `START` of
-    /// `Content-Range: bytes START-END/SIZE` (`SIZE` may be `*`).
-    static func offset(_ headers: HTTPFields) throws -> Int64 {
-        guard let text = headers[.contentRange] else { return 0 }
+    /// `Content-Range: bytes START-END/SIZE` of a PUT: where its bytes go
+    /// in the file, and the file's size (nil for `*`).
+    struct ContentRange: Equatable {
+        var start: Int64
+        var end: Int64
+        var size: Int64?
+    }
+
+    /// The `Content-Range` of a PUT, or nil without one (the bytes start at
+    /// 0). START-END must name exactly the body's bytes, which
+    /// `Content-Length` gives before any of them is stored (a body of
+    /// unknown length could not be refused whole). SIZE is checked against
+    /// the upload's declared size by ``UploadCommands/receive(_:into:in:by:from:declaredSize:)``.
+    static func contentRange(_ headers: HTTPFields) throws -> ContentRange? {
+        guard let text = headers[.contentRange] else { return nil }
         guard let match = text.wholeMatch(of: #/bytes (\d{1,18})-(\d{1,18})\/(\d{1,18}|\*)/#),
             let start = Int64(match.1), let end = Int64(match.2), end >= start
         else {
@@ -115,7 +127,19 @@ struct UploadController {
                 .invalidParameter,
                 "`Content-Range` must be `bytes START-END/SIZE`, START and END the first and last byte of the body (got \(text)).")
         }
-        return start
+        let range = ContentRange(start: start, end: end, size: match.3 == "*" ? nil : Int64(match.3))
+        let named = end - start + 1
+        guard let lengthText = headers[.contentLength], let length = Int64(lengthText) else {
+            throw APIError.badRequest(
+                .invalidParameter,
+                "A PUT with `Content-Range` needs `Content-Length`: send the \(named) bytes \(start)-\(end) with their length.")
+        }
+        guard length == named else {
+            throw APIError.badRequest(
+                .invalidParameter,
+                "`Content-Range` (\(text)) names \(named) bytes but the body has \(length): END must be START plus the body's length minus 1.")
+        }
+        return range
     }
 }
 
