@@ -153,6 +153,10 @@ public final class ConversationFeed: Sendable {
         var fills: [Int: (reached: Int64, through: Int64)] = [:]
         /// The send of the outbox under way (one at a time, oldest first).
         var inFlight: String?
+        /// Changes of messages (edits, deletions, reactions) the server
+        /// acknowledged: their entries leave the outbox in the write that
+        /// saves the changed message.
+        var acknowledgedChanges: [String] = []
         /// Callers waiting for a send's outcome, by client id.
         var promises: [String: SendPromise] = [:]
         /// What the storage holds: each message's version, the ranges, the
@@ -939,12 +943,16 @@ public final class ConversationFeed: Sendable {
                 apply(.sendAcknowledged(clientId: clientId, message: sent.message), in: &core)
             case .success(let changed):
                 core.state.outbox.removeAll { $0.clientId == clientId }
-                write(in: &core) { try $0.removeOutboxEntry(clientId: clientId, in: self.conversationId) }
                 // The message as changed, when the window holds it (its live
                 // frame brings it too); the window's version is not moved.
+                // The entry leaves the outbox in the write that saves it.
                 if core.state.timeline.seqRange?.contains(changed.message.seq) == true {
+                    core.acknowledgedChanges.append(clientId)
                     apply(.sendAcknowledged(clientId: clientId, message: changed.message), in: &core)
+                    // Nothing of the window changed to write (or no window is kept): the entry alone.
+                    if core.acknowledgedChanges.contains(clientId) { removeAcknowledgedChanges(in: &core) }
                 } else {
+                    write(in: &core) { try $0.removeOutboxEntry(clientId: clientId, in: self.conversationId) }
                     publishQuiet(in: &core)
                 }
             case .failure(let error):
@@ -996,11 +1004,12 @@ public final class ConversationFeed: Sendable {
         // A send whose message the window holds was stored: the write that
         // saved the message was cut short before it removed the entry.
         let stored = Set((window?.messages ?? []).filter { $0.sender == userId }.compactMap(\.clientId))
+        let storedEntries = entries.map(\.clientId).filter(stored.contains)
+        if !storedEntries.isEmpty {
+            write(in: &core) { try $0.removeOutboxEntries(clientIds: storedEntries, in: self.conversationId) }
+        }
         for entry in entries {
-            if stored.contains(entry.clientId) {
-                write(in: &core) { try $0.removeOutboxEntry(clientId: entry.clientId, in: self.conversationId) }
-                continue
-            }
+            if stored.contains(entry.clientId) { continue }
             guard !core.state.outbox.contains(where: { $0.clientId == entry.clientId }) else { continue }
             core.state.outbox.append(entry)
             // A change of a stored message has no row of its own.
@@ -1021,17 +1030,24 @@ public final class ConversationFeed: Sendable {
         let kept = timeline.messages.prefix(storedMessageLimit)
         // The outbox's sends whose messages are stored now, live or acknowledged.
         let sentHere = Set(kept.filter { $0.sender == userId }.compactMap(\.clientId))
-        let acknowledged = core.state.outbox.filter { sentHere.contains($0.clientId) }.map(\.clientId)
+        var acknowledged = core.state.outbox.filter { sentHere.contains($0.clientId) }.map(\.clientId)
         if !acknowledged.isEmpty { core.state.outbox.removeAll { sentHere.contains($0.clientId) } }
-        guard storage != nil else { return }
+        guard storage != nil else {
+            core.acknowledgedChanges = []
+            return
+        }
         guard timeline.isAttached else {
             // The storage keeps the newest window: a jump away leaves it as
-            // it was, but what the server has stored leaves the outbox.
-            for clientId in acknowledged {
-                write(in: &core) { try $0.removeOutboxEntry(clientId: clientId, in: self.conversationId) }
+            // it was, but what the server has stored leaves the outbox, in one write.
+            let entries = acknowledged + core.acknowledgedChanges
+            if !entries.isEmpty,
+                write(in: &core, { try $0.removeOutboxEntries(clientIds: entries, in: self.conversationId) })
+            {
+                core.acknowledgedChanges = []
             }
             return
         }
+        acknowledged += core.acknowledgedChanges
         let saved = core.saved ?? SavedWindow()
         let changed = kept.filter { saved.versions[$0.seq] != $0.version }
         let segments = WindowChanges.segments(of: kept.map(\.seq))
@@ -1047,11 +1063,21 @@ public final class ConversationFeed: Sendable {
             acknowledged: acknowledged)
         let written = write(in: &core) { try $0.save(changes) }
         guard written else { return }
+        core.acknowledgedChanges = []
         var next = SavedWindow(
             segments: segments, version: timeline.version, lastSeq: timeline.lastSeq, hasOlder: hasOlder,
             readSeqs: readSeqs)
         for message in kept { next.versions[message.seq] = message.version }
         core.saved = next
+    }
+
+    /// The acknowledged changes' entries, out of the outbox in one write.
+    private func removeAcknowledgedChanges(in core: inout Core) {
+        let entries = core.acknowledgedChanges
+        guard !entries.isEmpty else { return }
+        if write(in: &core, { try $0.removeOutboxEntries(clientIds: entries, in: self.conversationId) }) {
+            core.acknowledgedChanges = []
+        }
     }
 
     /// One call of the storage; false, with `storageFailure` set, when it threw.

@@ -27,11 +27,18 @@ public protocol FeedStorage: Sendable {
     /// Adds an entry at the end of its conversation's outbox, or, when its
     /// client id is there already, changes it in place.
     func put(_ entry: OutboxEntry) throws
-    /// Removes an entry: sent, or discarded by the user.
-    func removeOutboxEntry(clientId: String, in conversation: UUID) throws
+    /// Removes entries, in one transaction: sent, or discarded by the user.
+    func removeOutboxEntries(clientIds: [String], in conversation: UUID) throws
     /// Drops what is held of a conversation the user can no longer see (its
     /// window and read markers; its outbox too: nothing in it can be sent).
     func forget(_ conversation: UUID) throws
+}
+
+extension FeedStorage {
+    /// Removes one entry: sent, or discarded by the user.
+    public func removeOutboxEntry(clientId: String, in conversation: UUID) throws {
+        try removeOutboxEntries(clientIds: [clientId], in: conversation)
+    }
 }
 
 /// Where an `InboxFeed` keeps the first rows of the conversation list

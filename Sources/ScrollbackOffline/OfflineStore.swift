@@ -209,11 +209,14 @@ public final class OfflineStore: FeedStorage, InboxStorage, Sendable {
         }
     }
 
-    public func removeOutboxEntry(clientId: String, in conversation: UUID) throws {
+    public func removeOutboxEntries(clientIds: [String], in conversation: UUID) throws {
+        guard !clientIds.isEmpty else { return }
         try database.write { db in
-            try db.execute(
-                sql: "DELETE FROM outbox WHERE conversation_id = ? AND client_id = ?",
-                arguments: [conversation.stored, clientId])
+            for clientId in clientIds {
+                try db.execute(
+                    sql: "DELETE FROM outbox WHERE conversation_id = ? AND client_id = ?",
+                    arguments: [conversation.stored, clientId])
+            }
         }
     }
 
