@@ -941,6 +941,14 @@ public final class ConversationFeed: Sendable {
             case .success(let sent) where entry.change == nil:
                 // Saving the message takes the entry out of the outbox, in one write.
                 apply(.sendAcknowledged(clientId: clientId, message: sent.message), in: &core)
+                // A window away from the newest does not take the message (the
+                // pages that reach it bring it): the entry leaves the outbox all
+                // the same, or it would be sent again and again.
+                if core.state.outbox.contains(where: { $0.clientId == clientId }) {
+                    core.state.outbox.removeAll { $0.clientId == clientId }
+                    write(in: &core) { try $0.removeOutboxEntry(clientId: clientId, in: self.conversationId) }
+                    publishQuiet(in: &core)
+                }
             case .success(let changed):
                 core.state.outbox.removeAll { $0.clientId == clientId }
                 // The message as changed, when the window holds it (its live
@@ -974,6 +982,9 @@ public final class ConversationFeed: Sendable {
     /// What the storage holds of the window, as the feed last read or wrote it.
     struct SavedWindow: Sendable {
         var versions: [Int64: Int64] = [:]
+        /// Each reply's preview of its parent as written: an edit or a
+        /// deletion of the parent changes it, not the reply's version.
+        var previews: [Int64: ReplyPreview] = [:]
         var segments: [ClosedRange<Int64>] = []
         var version: Int64 = -1
         var lastSeq: Int64 = -1
@@ -995,7 +1006,10 @@ public final class ConversationFeed: Sendable {
         }
         if let window {
             var saved = SavedWindow()
-            for message in window.messages { saved.versions[message.seq] = message.version }
+            for message in window.messages {
+                saved.versions[message.seq] = message.version
+                saved.previews[message.seq] = message.replyTo
+            }
             saved.segments = WindowChanges.segments(of: saved.versions.keys)
             (saved.version, saved.lastSeq, saved.hasOlder, saved.readSeqs) =
                 (window.version, window.lastSeq, window.hasOlder, window.readSeqs)
@@ -1049,7 +1063,7 @@ public final class ConversationFeed: Sendable {
         }
         acknowledged += core.acknowledgedChanges
         let saved = core.saved ?? SavedWindow()
-        let changed = kept.filter { saved.versions[$0.seq] != $0.version }
+        let changed = kept.filter { saved.versions[$0.seq] != $0.version || saved.previews[$0.seq] != $0.replyTo }
         let segments = WindowChanges.segments(of: kept.map(\.seq))
         let hasOlder = timeline.hasOlder || kept.count < timeline.messages.count
         let readSeqs = core.state.readSeqs
@@ -1067,7 +1081,10 @@ public final class ConversationFeed: Sendable {
         var next = SavedWindow(
             segments: segments, version: timeline.version, lastSeq: timeline.lastSeq, hasOlder: hasOlder,
             readSeqs: readSeqs)
-        for message in kept { next.versions[message.seq] = message.version }
+        for message in kept {
+            next.versions[message.seq] = message.version
+            next.previews[message.seq] = message.replyTo
+        }
         core.saved = next
     }
 

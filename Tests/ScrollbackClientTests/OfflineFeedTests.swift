@@ -148,6 +148,73 @@ import Testing
         }
     }
 
+    /// An edit of a message changes the preview in every reply to it, not
+    /// the replies' versions: the store is written with the new preview
+    /// too, so the feed opened next on the file shows it.
+    @Test func aReplyOnDiskShowsItsParentAsEdited() async throws {
+        try await Self.run(messages: 3) { setup in
+            let (alice, id) = (setup.alice, setup.id)
+            let reply = try await alice.send("a reply", to: id, replyTo: 2).message
+            let first = try setup.bobsFeed()
+            first.start()
+            try await until("the reply shown") { first.state.timeline.messages.contains { $0.seq == reply.seq } }
+            _ = try await alice.edit(2, in: id, body: "bulk 2, edited")
+            try await until("the reply shows its parent edited") {
+                first.state.timeline.messages.first { $0.seq == reply.seq }?.replyTo?.excerpt == "bulk 2, edited"
+            }
+            first.stop()
+            let window = try #require(try OfflineStore(path: setup.path).openWindow(of: id))
+            let stored = try #require(window.messages.first { $0.seq == reply.seq })
+            #expect(stored.replyTo?.excerpt == "bulk 2, edited", "the reply on disk: \(String(describing: stored.replyTo))")
+            #expect(stored.version == reply.version, "the reply itself did not change")
+
+            setup.serverAway(true)
+            let second = try setup.bobsFeed()
+            defer { second.stop() }
+            second.start()
+            #expect(second.state.timeline.messages.first { $0.seq == reply.seq }?.replyTo?.excerpt == "bulk 2, edited")
+        }
+    }
+
+    /// A send answered while the window is away from the newest (the
+    /// reader jumped to an old message before the answer came) leaves the
+    /// outbox, on disk too, and is sent once; its message comes with the
+    /// pages that reach it, in place of its echo.
+    @Test func aSendAnsweredWhileTheWindowIsAwayLeavesTheOutbox() async throws {
+        try await Self.run(messages: 100) { setup in
+            let (alice, id, proxy) = (setup.alice, setup.id, setup.proxy)
+            let answers = NIOLockedValueBox<[String]>([])
+            let feed = try setup.bobsFeed(pageSize: 10, answers: answers)
+            defer { feed.stop() }
+            feed.start()
+            try await until("the feed live") { feed.state.connection == .live && feed.state.timeline.isLoaded }
+            // The send hangs at the proxy until the window is away from the newest.
+            proxy.holdRequests(startingWith: "POST ")
+            proxy.cutAll()
+            feed.send("from bob", clientId: "held") { _ in }
+            feed.jump(to: 5)
+            try await until("the window at 5") {
+                !feed.state.timeline.isAttached && feed.state.timeline.seqRange?.contains(5) == true
+            }
+            proxy.holdRequests(startingWith: "nothing held")
+            proxy.cutAll()
+            try await until("the send stored and out of the outbox", timeout: .seconds(10)) { feed.state.outbox.isEmpty } describe: {
+                "sends: \(answers.withLockedValue { $0 }.filter { $0.hasPrefix("POST") }.suffix(5))"
+            }
+            #expect(try OfflineStore(path: setup.path).outbox(of: id).isEmpty, "the outbox on disk is empty")
+            try await Task.sleep(for: .milliseconds(300))
+            let sends = answers.withLockedValue { $0 }.filter { $0.hasPrefix("POST") && !$0.hasSuffix("no answer") }
+            #expect(sends.count == 1, "answered once: \(sends.prefix(5))")
+            #expect(try await alice.page(of: id, limit: 5).messages.filter { $0.clientId == "held" }.count == 1)
+
+            feed.jumpToLatest()
+            try await until("the message in the window in place of its echo") {
+                feed.state.timeline.isAttached
+                    && feed.state.timeline.items.filter { $0.clientId == "held" }.map(\.isPending) == [false]
+            }
+        }
+    }
+
     /// Three messages written with the server away stay `sending` (never
     /// failed); the app is stopped and started again on the same file; the
     /// new feed shows them from the outbox and, once the server is back,
@@ -268,112 +335,6 @@ extension Result where Failure == ScrollbackError {
             self = .success(try await body())
         } catch {
             self = .failure(error)
-        }
-    }
-}
-
-/// The property: whatever interleaving of windows written to disk, pages,
-/// live frames, cut connections, an absent server and restarts of the app
-/// on the same file, the feed ends with the items of a fresh load, and
-/// every message it sent is stored once, in the order it was written.
-@Suite struct OfflineFeedPropertyTests {
-    typealias Row = ConversationFeedTests.Row
-
-    @Test(arguments: [11, 12, 13, 14] as [UInt64])
-    func anyInterleavingEndsAsAFreshLoad(seed: UInt64) async throws {
-        print("OfflineFeedPropertyTests seed \(seed)")
-        var seeded = ConversationFeedTests.generator(seed: seed)
-        let history = Int.random(in: 0...250, using: &seeded)
-        try await OfflineFeedTests.run(messages: history) { [seeded] setup in
-            var rng = seeded
-            let (alice, id) = (setup.alice, setup.id)
-            var alices = Set((0..<Int64(history)).map { $0 + 1 })
-            let pageSize = Int.random(in: 5...25, using: &rng)
-            let limit = Int.random(in: 20...200, using: &rng)
-
-            func open() throws -> ConversationFeed {
-                let feed = try setup.bobsFeed(
-                    pageSize: pageSize, settings: TimelineLayoutSettings(viewportHeight: 400, prefetchThreshold: 200),
-                    storedMessageLimit: limit)
-                feed.start()
-                return feed
-            }
-            var feed = try open()
-            var written: [String] = []
-            var away = false
-            let steps = Int.random(in: 40...70, using: &rng)
-            for step in 0..<steps {
-                switch Int.random(in: 0..<24, using: &rng) {
-                case 0..<8:
-                    alices.insert(try await alice.send("step \(step)", to: id).message.seq)
-                case 8..<11 where !alices.isEmpty:
-                    _ = try await alice.edit(alices.randomElement(using: &rng)!, in: id, body: "edited at \(step)")
-                case 11..<13 where !alices.isEmpty:
-                    let seq = alices.randomElement(using: &rng)!
-                    _ = try await alice.delete(seq, in: id)
-                    alices.remove(seq)
-                case 13..<16:
-                    // Through the outbox, whether the server is there or not.
-                    let clientId = "bob-\(step)"
-                    written.append(clientId)
-                    feed.send("bob at \(step)", clientId: clientId) { _ in }
-                case 16..<18:
-                    away.toggle()
-                    setup.serverAway(away)
-                case 18:
-                    setup.proxy.cutAll()
-                case 19..<21:
-                    // The app quits and starts again on the same file.
-                    feed.stop()
-                    feed = try open()
-                case 21:
-                    if let top = feed.state.timeline.layout?.maxScrollOffset { feed.apply(.scrolled(offsetFromBottom: top)) }
-                default:
-                    try await Task.sleep(for: .milliseconds(Int.random(in: 1...40, using: &rng)))
-                }
-            }
-            setup.serverAway(false)
-            let current = feed
-            defer { current.stop() }
-
-            let fresh = NIOLockedValueBox<[Row]>([])
-            let newest = NIOLockedValueBox<Int64>(0)
-            try await until("seed \(seed): the window equal to a fresh load", every: .milliseconds(100)) {
-                let state = current.state
-                // Once bob's outbox is empty, nothing more is sent.
-                guard state.connection == .live, state.outbox.isEmpty, let window = state.timeline.seqRange,
-                    state.timeline.gaps.isEmpty
-                else { return false }
-                let last = try await alice.conversation(id).lastSeq
-                newest.withLockedValue { $0 = last }
-                guard window.upperBound == last else { return false }
-                let rows = try await ConversationFeedTests.freshWindow(alice, id, from: window.lowerBound)
-                fresh.withLockedValue { $0 = rows }
-                return state.timeline.messages.map(Row.init) == rows
-            } describe: {
-                let state = current.state
-                return """
-                    connection \(state.connection), window \(String(describing: state.timeline.seqRange)) of \(newest.withLockedValue { $0 }), \
-                    gaps \(state.timeline.gaps), outbox \(state.outbox.map(\.clientId)), failure \(String(describing: state.failure))
-                    feed:  \(state.timeline.messages.map(Row.init).prefix(8))
-                    fresh: \(fresh.withLockedValue { $0 }.prefix(8))
-                    """
-            }
-            #expect(!current.state.timeline.items.contains { $0.isPending }, "seed \(seed): every send stored")
-
-            // Every send of bob's stored once, in the order written.
-            let everything = try await ConversationFeedTests.freshWindow(alice, id, from: 1)
-            let bobs = everything.reversed().compactMap { row in written.first { "bob at \($0.dropFirst(4))" == row.body } }
-            #expect(bobs == written, "seed \(seed): bob's sends as stored \(bobs), as written \(written)")
-
-            // The file holds what the feed shows, up to its limit.
-            current.stop()
-            let window = try #require(try OfflineStore(path: setup.path).openWindow(of: id))
-            let shown = current.state.timeline.messages.map(Row.init)
-            #expect(window.messages.map(Row.init) == Array(shown.prefix(limit)), "seed \(seed): the file's window")
-            print(
-                "OfflineFeedPropertyTests seed \(seed): \(history) messages before, \(steps) steps, \(written.count) sends",
-                "by bob, window \(String(describing: current.state.timeline.seqRange)), \(window.messages.count) on disk")
         }
     }
 }
