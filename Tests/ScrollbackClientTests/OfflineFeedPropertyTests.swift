@@ -78,10 +78,10 @@ import Testing
         }.joined()
     }
 
-    /// Ten seeds; `SCROLLBACK_FEED_SEEDS=26,28` runs those alone.
+    /// Twelve seeds; `SCROLLBACK_FEED_SEEDS=26,28` runs those alone.
     static let seeds: [UInt64] =
         ProcessInfo.processInfo.environment["SCROLLBACK_FEED_SEEDS"].map { $0.split(separator: ",").compactMap { UInt64($0) } }
-        ?? Array(21...30)
+        ?? Array(21...32)
     static let emojis = ["👍", "🎉", "❤️"]
 
     @Test(arguments: seeds)
