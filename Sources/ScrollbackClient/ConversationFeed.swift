@@ -153,9 +153,10 @@ public final class ConversationFeed: Sendable {
         var fills: [Int: (reached: Int64, through: Int64)] = [:]
         /// The send of the outbox under way (one at a time, oldest first).
         var inFlight: String?
-        /// Changes of messages (edits, deletions, reactions) the server
-        /// acknowledged: their entries leave the outbox in the write that
-        /// saves the changed message.
+        /// Entries the server acknowledged that the storage still holds:
+        /// changes of messages (edits, deletions, reactions), which leave it
+        /// in the write that saves the changed message, and any entry whose
+        /// write failed, which leaves it with the next write.
         var acknowledgedChanges: [String] = []
         /// Callers waiting for a send's outcome, by client id.
         var promises: [String: SendPromise] = [:]
@@ -1054,11 +1055,10 @@ public final class ConversationFeed: Sendable {
             // The storage keeps the newest window: a jump away leaves it as
             // it was, but what the server has stored leaves the outbox, in one write.
             let entries = acknowledged + core.acknowledgedChanges
-            if !entries.isEmpty,
-                write(in: &core, { try $0.removeOutboxEntries(clientIds: entries, in: self.conversationId) })
-            {
-                core.acknowledgedChanges = []
-            }
+            guard !entries.isEmpty else { return }
+            // A write that fails is tried again with the next one.
+            let written = write(in: &core) { try $0.removeOutboxEntries(clientIds: entries, in: self.conversationId) }
+            core.acknowledgedChanges = written ? [] : entries
             return
         }
         acknowledged += core.acknowledgedChanges
@@ -1076,7 +1076,12 @@ public final class ConversationFeed: Sendable {
             lastSeq: timeline.lastSeq, hasOlder: hasOlder, readSeqs: readSeqs == saved.readSeqs ? nil : readSeqs,
             acknowledged: acknowledged)
         let written = write(in: &core) { try $0.save(changes) }
-        guard written else { return }
+        guard written else {
+            // Out of the outbox in memory already: their entries leave the
+            // storage with the next write that succeeds.
+            core.acknowledgedChanges = acknowledged
+            return
+        }
         core.acknowledgedChanges = []
         var next = SavedWindow(
             segments: segments, version: timeline.version, lastSeq: timeline.lastSeq, hasOlder: hasOlder,

@@ -24,6 +24,10 @@ public final class OfflineStore: FeedStorage, InboxStorage, Sendable {
     /// Opens (creating it when missing) the store at `path`.
     public convenience init(path: String, maxBytes: Int = OfflineStore.defaultMaxBytes) throws {
         var configuration = Configuration()
+        // Another store on the same file (another process, or another
+        // instance in this one) may be writing: wait for it a while rather
+        // than fail the write at once.
+        configuration.busyMode = .timeout(5)
         configuration.prepareDatabase { db in
             // Written ahead: a write survives the app being killed; reads never wait for it.
             try db.execute(sql: "PRAGMA journal_mode = WAL")

@@ -133,7 +133,7 @@ import Testing
     @Test func theInstanceIsNotReadyWhileItsChangeFeedListenerIsDown() async throws {
         try await TestServer.run { server in
             #expect(try await server.readiness() == TestServer.ready)
-            let url = try TestDatabase.url()
+            let url = try await TestDatabase.url()
             let name = server.store.listenerApplicationName
             // The listening connection is terminated each time it is back,
             // until the test has seen the instance not ready: it reconnects

@@ -71,7 +71,8 @@ final class WebhookReceiver: Sendable {
             logger: logger)
         let running = Task { try await app.runService(gracefulShutdownSignals: []) }
         defer { running.cancel() }
-        let deadline = ContinuousClock.now + .seconds(30)
+        // Bounded, and generous: hundreds of tests start at once on two cores.
+        let deadline = ContinuousClock.now + .seconds(90)
         while port.withLockedValue({ $0 }) == nil {
             guard ContinuousClock.now < deadline else { throw Unstarted() }
             try await Task.sleep(for: .milliseconds(10))

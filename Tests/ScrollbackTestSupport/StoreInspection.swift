@@ -58,7 +58,7 @@ extension TestDatabase {
     public static func otherConnection<T: Sendable>(
         to store: ScrollbackStore, _ body: (PostgresConnection) async throws -> T
     ) async throws -> T {
-        try await admin(try url()) { connection in
+        try await admin(try await url()) { connection in
             if let schema = store.schema {
                 try await connection.query("SET search_path TO \(unescaped: schema)", logger: logger)
             }

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import NIOConcurrencyHelpers
+import NIOPosix
 import PostgresNIO
 import ScrollbackEmbeddedPostgres
 import ScrollbackStore
@@ -21,8 +22,11 @@ public enum TestDatabase {
         return logger
     }()
 
-    /// Started on first use; stopped when the test process exits.
-    static let server: Result<DatabaseURL, any Error> = {
+    /// Started on first use; stopped when the test process exits. Read it
+    /// through `url()` only: its first read runs initdb and pg_ctl, for
+    /// seconds, and every other thread that reads it meanwhile waits in the
+    /// lazy initializer's lock.
+    private static let server: Result<DatabaseURL, any Error> = {
         if let text = ProcessInfo.processInfo.environment["DATABASE_URL"], !text.isEmpty {
             return Result { try DatabaseURL(text) }
         }
@@ -36,9 +40,19 @@ public enum TestDatabase {
         }
     }()
 
-    /// The database's address (for tests that build their own pools).
-    public static func url() throws -> DatabaseURL {
-        try server.get()
+    /// The first read of `server`, on a thread of NIO's pool: the
+    /// cooperative threads (two on a two-core machine) must never block in
+    /// initdb or pg_ctl, or in the lock of the lazy initializer waiting for
+    /// them, or every test of the process stalls (a test's server that
+    /// starts then, a webhook receiver, misses its deadline).
+    private static let starting = Task<DatabaseURL, any Error> {
+        try await NIOThreadPool.singleton.runIfActive { try server.get() }
+    }
+
+    /// The database's address (for tests that build their own pools),
+    /// once it is running.
+    public static func url() async throws -> DatabaseURL {
+        try await starting.value
     }
 
     /// The statement and lock timeouts of tests that do not test timeouts.
@@ -122,7 +136,8 @@ public enum TestDatabase {
     private static func withOwnSchema<T: Sendable>(
         on database: DatabaseURL?, _ body: (DatabaseURL, String) async throws -> T
     ) async throws -> T {
-        let url = try database ?? url()
+        let url: DatabaseURL
+        if let database { url = database } else { url = try await Self.url() }
         let schema = "test_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
         _ = try await admin(url) { try await $0.query("CREATE SCHEMA \(unescaped: schema)", logger: logger) }
         let outcome: Result<T, any Error>
