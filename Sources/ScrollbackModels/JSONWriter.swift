@@ -9,9 +9,14 @@ import Foundation
 public protocol JSONWritable: Encodable {
     /// Appends this value's JSON to `writer`.
     func write(to writer: inout JSONWriter)
+
+    /// About how many bytes the JSON takes: what a writer reserves for it.
+    var jsonByteCountHint: Int { get }
 }
 
 extension JSONWritable {
+    public var jsonByteCountHint: Int { 512 }
+
     /// The value's JSON.
     public var jsonBytes: [UInt8] {
         var writer = JSONWriter()
@@ -67,6 +72,20 @@ public struct JSONWriter: Sendable {
             write(&self, element)
         }
         bytes.append(UInt8(ascii: "]"))
+    }
+
+    /// Appends bytes that already are JSON (see `EncodedPage`).
+    mutating func raw(_ json: UnsafeBufferPointer<UInt8>) {
+        bytes.append(contentsOf: json)
+    }
+
+    mutating func raw(_ byte: UInt8) {
+        bytes.append(byte)
+    }
+
+    /// What was written is not the value (see `isFaithful`).
+    mutating func markUnfaithful() {
+        isFaithful = false
     }
 
     private mutating func separate(after opening: UInt8) {
@@ -195,7 +214,12 @@ public struct JSONWriter: Sendable {
     /// formatter behind it. Defined for the API's timestamp range (years 1
     /// to 9999).
     mutating func timestampText(_ date: Date) {
-        let millis = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
+        // Truncated to the millisecond; but a time within half a microsecond
+        // of one is that millisecond: a parsed `.123` lands a hair off it in
+        // floating point, and is written back as `.123`, not `.122`.
+        let scaled = date.timeIntervalSince1970 * 1000
+        let nearest = scaled.rounded()
+        let millis = Int64(abs(scaled - nearest) < 0.0005 ? nearest : scaled.rounded(.down))
         let (days, dayMillis) = Self.floorDivision(millis, 86_400_000)
         // Howard Hinnant's civil_from_days.
         let z = days + 719_468

@@ -276,11 +276,20 @@ public struct ChangeSet: Codable, Sendable, Equatable {
 
 extension Message: JSONWritable {
     public func write(to writer: inout JSONWriter) {
+        var flagAt = 0
+        write(to: &writer, flagAt: &flagAt)
+    }
+
+    /// Writes the message, and sets `flagAt` to the offset in `writer`
+    /// where `blocked_sender` goes (or went): the keys before it are only
+    /// `attachments` (see `EncodedPage`).
+    func write(to writer: inout JSONWriter, flagAt: inout Int) {
         writer.beginObject()
         if !attachments.isEmpty {
             writer.key("attachments")
             writer.array(attachments)
         }
+        flagAt = writer.bytes.count
         if blockedSender {
             writer.key("blocked_sender")
             writer.bool(true)
@@ -338,6 +347,18 @@ extension MessageEnvelope: JSONWritable {
 
 extension MessagePage: JSONWritable {
     public func write(to writer: inout JSONWriter) {
+        Self.write(
+            to: &writer, firstSeq: firstSeq, hasNewer: hasNewer, hasOlder: hasOlder, lastSeq: lastSeq, layout: layout,
+            version: version
+        ) { writer in writer.array(messages) }
+    }
+
+    /// A page's object around its `messages` array (written by
+    /// `messages`): here and in `EncodedPage`.
+    static func write(
+        to writer: inout JSONWriter, firstSeq: Int64, hasNewer: Bool, hasOlder: Bool, lastSeq: Int64,
+        layout: PageLayoutHints?, version: Int64, messages: (inout JSONWriter) -> Void
+    ) {
         writer.beginObject()
         writer.key("first_seq")
         writer.number(firstSeq)
@@ -352,7 +373,7 @@ extension MessagePage: JSONWritable {
             layout.write(to: &writer)
         }
         writer.key("messages")
-        writer.array(messages)
+        messages(&writer)
         writer.key("version")
         writer.number(version)
         writer.endObject()

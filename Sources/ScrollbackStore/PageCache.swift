@@ -30,8 +30,13 @@ import ScrollbackModels
 /// client that wrote through another instance reads its write even before
 /// that instance's notification arrives here).
 ///
-/// Bounded in bytes (an estimate of the entries' size): the least recently
-/// used entries go first.
+/// An entry holds the page as the JSON it is answered with (`EncodedPage`):
+/// a hit copies bytes written when the page was read, and splices in the
+/// reader's `blocked_sender` flags; nothing is encoded again. The reader's
+/// `me` on reactions is in the bytes already (an entry is one reader's).
+///
+/// Bounded in bytes (what the entries hold: their JSON and a span per
+/// message): the least recently used entries go first.
 final class PageCache: Sendable {
     struct Key: Hashable, Sendable {
         var conversation: UUID
@@ -47,7 +52,7 @@ final class PageCache: Sendable {
 
     private struct Entry {
         /// The newest page as read, newest first: at most `fillLimit` messages.
-        var page: MessagePage
+        var page: EncodedPage
         /// The read asked for more than there are: the whole conversation is here.
         var complete: Bool
         var bytes: Int
@@ -115,6 +120,7 @@ final class PageCache: Sendable {
         entryGauge = Gauge(label: "scrollback_page_cache_entries", factory: factory)
         byteGauge.record(0)
         entryGauge.record(0)
+        Gauge(label: "scrollback_page_cache_capacity_bytes", factory: factory).record(capacity)
     }
 
     var isEnabled: Bool { capacity > 0 }
@@ -180,9 +186,9 @@ final class PageCache: Sendable {
     /// it: the newest page, or one `after` a seq within the entry.
     func page(
         of conversation: UUID, for user: UserID, anchor: PageAnchor, limit: Int, minVersion: Int64
-    ) -> MessagePage? {
+    ) -> EncodedPage? {
         guard isEnabled, Self.answers(anchor) else { return nil }
-        let page: MessagePage? = state.withLockedValue { state in
+        let page: EncodedPage? = state.withLockedValue { state in
             let key = Key(conversation: conversation, user: user)
             guard state.listening, var entry = state.entries[key], entry.page.version >= minVersion,
                 let page = Self.slice(entry.page, complete: entry.complete, anchor: anchor, limit: limit)
@@ -221,7 +227,7 @@ final class PageCache: Sendable {
 
     /// Ends a fill: `page` (the newest page read with `limit`, nil when the
     /// read failed) is kept for `user` unless something voided the ticket.
-    func finishFill(_ ticket: Ticket, for user: UserID, page: MessagePage?, limit: Int) {
+    func finishFill(_ ticket: Ticket, for user: UserID, page: EncodedPage?, limit: Int) {
         update { state in
             let conversation = ticket.conversation
             guard var pending = state.pending[conversation] else { return }
@@ -239,12 +245,12 @@ final class PageCache: Sendable {
                 state.pending[conversation] = others
             }
             if let kept = state.entries[key], kept.page.version > page.version { return }
-            let bytes = Self.bytes(of: page)
+            let bytes = page.memoryBytes
             guard bytes <= capacity else { return }
             Self.drop(key, from: &state)
             state.clock &+= 1
             state.entries[key] = Entry(
-                page: page, complete: Self.isComplete(page, readWith: limit), bytes: bytes, lastUsed: state.clock)
+                page: page, complete: page.messages.count < limit, bytes: bytes, lastUsed: state.clock)
             state.readers[conversation, default: []].insert(user)
             state.bytes += bytes
             if state.bytes > capacity { Self.evict(from: &state, toAtMost: capacity - capacity / 8) }
@@ -253,25 +259,13 @@ final class PageCache: Sendable {
 
     // MARK: Pieces
 
-    /// Whether a newest page read with `limit` holds the whole conversation
-    /// (the read asked for more than there are).
-    static func isComplete(_ page: MessagePage, readWith limit: Int) -> Bool {
-        page.messages.count < limit
-    }
-
-    /// The newest page of `limit` messages from a newest page `read` with
-    /// `fillLimit` >= `limit`: always held there.
-    static func newest(_ limit: Int, of read: MessagePage, readWith fillLimit: Int) -> MessagePage {
-        slice(read, complete: isComplete(read, readWith: fillLimit), anchor: .newest, limit: limit) ?? read
-    }
-
-    /// The page a read of `anchor` and `limit` would return, made from a
+    /// The page a read of `anchor` and `limit` would return, cut from a
     /// newest page `page` (newest first), or nil when `page` does not hold
     /// it. The same assembly as a read from the database, so the same page.
-    static func slice(_ page: MessagePage, complete: Bool, anchor: PageAnchor, limit: Int) -> MessagePage? {
+    static func slice(_ page: EncodedPage, complete: Bool, anchor: PageAnchor, limit: Int) -> EncodedPage? {
         let messages = page.messages
-        let older: [Message]
-        let newer: [Message]
+        let older: [EncodedPage.Span]
+        let newer: [EncodedPage.Span]
         switch anchor {
         case .newest where limit == messages.count || (complete && limit > messages.count):
             // The page as read: the same rows and flags as assembling it again.
@@ -291,18 +285,7 @@ final class PageCache: Sendable {
         let assembled = PageAssembly.assemble(
             anchor: anchor, limit: limit, firstSeq: page.firstSeq, lastSeq: page.lastSeq, older: older, newer: newer,
             seq: \.seq)
-        return MessagePage(
-            messages: assembled.rows, hasOlder: assembled.hasOlder, hasNewer: assembled.hasNewer,
-            lastSeq: page.lastSeq, version: page.version, firstSeq: page.firstSeq)
-    }
-
-    /// About what an entry holds in memory.
-    static func bytes(of page: MessagePage) -> Int {
-        256 + page.messages.reduce(0) { $0 + ResponseBudget.message($1) + excerpt($1) }
-    }
-
-    private static func excerpt(_ message: Message) -> Int {
-        (message.replyTo?.excerpt?.utf8.count ?? 0) + message.reactions.reduce(0) { $0 + 32 + $1.emoji.utf8.count }
+        return page.cut(assembled.rows, hasOlder: assembled.hasOlder, hasNewer: assembled.hasNewer)
     }
 
     private static func drop(_ key: Key, from state: inout State) {

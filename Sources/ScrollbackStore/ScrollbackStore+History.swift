@@ -4,34 +4,45 @@ import ScrollbackModels
 
 extension ScrollbackStore {
     /// A page of history, newest first, with the conversation's last seq and
-    /// version read in the same statement (one snapshot, one round trip).
-    ///
-    /// A newest page, or one `after` a recent seq, may come from the page
-    /// cache instead (the same page, read earlier at a version nothing has
-    /// changed since, as far as the change feed proves; never below
-    /// `minVersion`). A newest page that does not is read with at least
-    /// the cache's fill size and kept.
+    /// version read in the same statement (one snapshot, one round trip),
+    /// as values read from the database (from a replica when one is
+    /// configured and has reached `minVersion`). The server answers pages
+    /// with `encodedPage`, which the page cache serves.
     public func page(
         of id: UUID, for user: UserID, anchor: PageAnchor, limit: Int, minVersion: Int64 = 0
     ) async throws -> MessagePage {
+        try await replicated(for: user, atLeast: minVersion, version: \.version) {
+            try await readPage(of: id, for: user, anchor: anchor, limit: limit)
+        }
+    }
+
+    /// The same page as the JSON it is answered with (`EncodedPage`).
+    ///
+    /// A newest page, or one `after` a recent seq, may come from the page
+    /// cache: the same page, read earlier at a version nothing has changed
+    /// since, as far as the change feed proves, never below `minVersion`,
+    /// answered with the bytes written when it was read. A newest page that
+    /// does not is read with at least the cache's fill size, encoded once,
+    /// and kept.
+    public func encodedPage(
+        of id: UUID, for user: UserID, anchor: PageAnchor, limit: Int, minVersion: Int64 = 0
+    ) async throws -> EncodedPage {
         if let page = pageCache.page(of: id, for: user, anchor: anchor, limit: limit, minVersion: minVersion) {
             return page
         }
         guard anchor == .newest, let ticket = pageCache.beginFill(of: id) else {
-            return try await replicated(for: user, atLeast: minVersion, version: \.version) {
-                try await readPage(of: id, for: user, anchor: anchor, limit: limit)
-            }
+            return EncodedPage(try await page(of: id, for: user, anchor: anchor, limit: limit, minVersion: minVersion))
         }
         // A fill reads from the primary: its ticket proves it current
         // against the notifications this instance has seen, which a
         // replica's snapshot may be older than.
         let fillLimit = max(limit, pageCache.fillLimit)
         // Kept unless the read failed or something voided the ticket meanwhile.
-        var read: MessagePage?
+        var read: EncodedPage?
         defer { pageCache.finishFill(ticket, for: user, page: read, limit: fillLimit) }
-        let page = try await readPage(of: id, for: user, anchor: .newest, limit: fillLimit)
+        let page = EncodedPage(try await readPage(of: id, for: user, anchor: .newest, limit: fillLimit))
         read = page
-        return PageCache.newest(limit, of: page, readWith: fillLimit)
+        return PageCache.slice(page, complete: page.messages.count < fillLimit, anchor: .newest, limit: limit) ?? page
     }
 
     /// A page read from the database.

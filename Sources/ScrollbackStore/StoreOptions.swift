@@ -40,8 +40,10 @@ public struct StoreOptions: Sendable, Equatable {
     /// (`SCROLLBACK_REPLICA_POLL_MS`).
     public var replicaPollInterval: Duration = .milliseconds(100)
 
-    /// `SCROLLBACK_PAGE_CACHE_BYTES`'s default: 64 MiB.
-    public static let defaultPageCacheBytes = 64 << 20
+    /// `SCROLLBACK_PAGE_CACHE_BYTES`'s default: 256 MiB, the newest pages
+    /// of more than 10,000 conversations of 50 messages of about 140
+    /// characters (a page holds about its JSON, `EncodedPage`).
+    public static let defaultPageCacheBytes = 256 << 20
     /// `SCROLLBACK_SEND_GROUP_SIZE`'s default.
     public static let defaultSendGroupSize = 64
     /// `SCROLLBACK_SEND_GROUP_WAIT_MS`'s default.

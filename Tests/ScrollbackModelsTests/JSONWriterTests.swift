@@ -121,7 +121,9 @@ import Testing
         ]
         let style = Date.ISO8601FormatStyle(timeZone: .gmt)
         for date in edges + (0..<5_000).map({ _ in Self.date(&rng) }) where date >= gregorianFrom {
-            let millis = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
+            // Truncated, but within half a microsecond of a millisecond is that millisecond.
+            let scaled = date.timeIntervalSince1970 * 1000
+            let millis = Int64(abs(scaled - scaled.rounded()) < 0.0005 ? scaled.rounded() : scaled.rounded(.down))
             let seconds = millis >= 0 ? millis / 1000 : (millis - 999) / 1000
             let whole = Date(timeIntervalSince1970: Double(seconds)).formatted(style)  // ...T05:36:39Z
             let fraction = String(millis - seconds * 1000)
@@ -130,6 +132,21 @@ import Testing
         }
         #expect(ScrollbackJSON.formatTimestamp(range.lowerBound) == "0001-01-01T00:00:00.000Z")
         #expect(ScrollbackJSON.formatTimestamp(Date(timeIntervalSince1970: -0.0005)) == "1969-12-31T23:59:59.999Z")
+        #expect(ScrollbackJSON.formatTimestamp(Date(timeIntervalSince1970: -0.001)) == "1969-12-31T23:59:59.999Z")
+        #expect(ScrollbackJSON.formatTimestamp(Date(timeIntervalSince1970: 1_795_325_799.1239)) == "2026-11-22T05:36:39.123Z")
+    }
+
+    /// A timestamp read back from its text is written as the same text:
+    /// a value that went through a client (or the page cache's bytes)
+    /// keeps its millisecond.
+    @Test func aParsedTimestampIsWrittenBackTheSame() throws {
+        var rng = Generator(seed: (4, 3, 2, 1))
+        for _ in 0..<20_000 {
+            let millis = Int64.random(in: 631_152_000_000...4_102_444_800_000, using: &rng)  // 1990 to 2100
+            let text = ScrollbackJSON.formatTimestamp(Date(timeIntervalSince1970: Double(millis) / 1000))
+            let parsed = try #require(ScrollbackJSON.parseTimestamp(text))
+            #expect(ScrollbackJSON.formatTimestamp(parsed) == text)
+        }
     }
 
     /// A number JSON cannot carry is not written as if it were one.

@@ -54,7 +54,7 @@ import Testing
         #expect(defaults.liveOptions.maxSockets == 5_000)
         #expect(defaults.connections.maxBodyBytes == 65_536)
         #expect(defaults.store.maxResponseBytes == 1_048_576)
-        #expect(defaults.store.pageCacheBytes == 64 * 1_048_576)
+        #expect(defaults.store.pageCacheBytes == 256 * 1_048_576)
         #expect(defaults.store.sendGroupSize == 64)
         #expect(defaults.store.sendGroupWait == .milliseconds(1))
 

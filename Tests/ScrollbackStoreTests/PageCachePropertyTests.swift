@@ -10,17 +10,30 @@ import Testing
 /// The newest-page caches of two instances against the database, under
 /// random sends, edits, deletions, reactions, replies, member changes and
 /// listener drops: after every step, a newest page (or one `after` a recent
-/// seq) from either instance is the database's.
+/// seq) from either instance is the database's, byte for byte as a client
+/// gets it: the cache's JSON with each reader's `blocked_sender` spliced in
+/// against the values read from the database, flagged and written.
 @Suite struct PageCachePropertyTests {
-    /// A page of `user`, or nil when the user may not read the conversation.
+    /// The senders each reader blocked, for the `blocked_sender` splices.
+    static let blocked: [UserID: Set<String>] = ["alice": [], "bob": ["alice"], "carol": ["alice", "bob"]]
+
+    /// `user`'s page as the JSON a client gets (`blocked_sender` on the
+    /// messages of the senders they blocked), or nil when the user may not
+    /// read the conversation: from the cache's bytes, or as the values read
+    /// from the database would be written.
     static func page(
         _ store: ScrollbackStore, _ id: UUID, _ user: UserID, _ anchor: PageAnchor, _ limit: Int, minVersion: Int64,
         fromDatabase: Bool
-    ) async throws -> MessagePage? {
+    ) async throws -> String? {
+        let blocked = Self.blocked[user] ?? []
         do {
-            return fromDatabase
-                ? try await store.readPage(of: id, for: user, anchor: anchor, limit: limit)
-                : try await store.page(of: id, for: user, anchor: anchor, limit: limit, minVersion: minVersion)
+            if fromDatabase {
+                var page = try await store.readPage(of: id, for: user, anchor: anchor, limit: limit)
+                for index in page.messages.indices { page.messages[index].blockedSender = blocked.contains(page.messages[index].sender) }
+                return String(decoding: page.jsonBytes, as: UTF8.self)
+            }
+            let page = try await store.encodedPage(of: id, for: user, anchor: anchor, limit: limit, minVersion: minVersion)
+            return String(decoding: page.jsonBytes(blocking: blocked), as: UTF8.self)
         } catch StoreError.conversationNotFound {
             return nil
         }
@@ -29,8 +42,8 @@ import Testing
     /// `read()`, read again for up to 30 s while `polling` and it differs
     /// from `truth`, and whether the first read differed.
     static func settled(
-        toward truth: MessagePage?, polling: Bool, _ read: () async throws -> MessagePage?
-    ) async throws -> (page: MessagePage?, wasBehind: Bool) {
+        toward truth: String?, polling: Bool, _ read: () async throws -> String?
+    ) async throws -> (page: String?, wasBehind: Bool) {
         var page = try await read()
         let wasBehind = page != truth
         let deadline = ContinuousClock.now + .seconds(30)

@@ -30,7 +30,7 @@ struct MessageController {
         }
     }
 
-    @Sendable func page(_ request: Request, context: ScrollbackRequestContext) async throws -> JSONBody<MessagePage> {
+    @Sendable func page(_ request: Request, context: ScrollbackRequestContext) async throws -> JSONBody<PageAnswer> {
         let user = try context.requireUser()
         let id = try ConversationController.conversationID(context)
         let query = QueryParameters(request)
@@ -44,8 +44,40 @@ struct MessageController {
             // The first message at or after that time, or the newest when none is.
             anchor = try await store.seq(at: time, in: id, for: user).map(PageAnchor.around) ?? .newest
         }
-        var page = try await store.page(of: id, for: user, anchor: anchor, limit: limit, minVersion: minVersion)
-        page.messages = try await blockLists.flag(page.messages, for: user)
-        return JSONBody(try hints.apply(to: page, anchor: anchor))
+        let page = try await store.encodedPage(of: id, for: user, anchor: anchor, limit: limit, minVersion: minVersion)
+        let blocked = try await blockLists.blocked(by: user)
+        guard hints.estimation != nil else { return JSONBody(.encoded(page, blocking: blocked)) }
+        // Hints measure the messages: read back from the page's JSON (the same values a client reads).
+        return JSONBody(.decoded(try hints.apply(to: try page.decoded(blocking: blocked), anchor: anchor)))
+    }
+}
+
+/// The answer of `GET /v1/conversations/{id}/messages`: a `MessagePage`,
+/// written from the page's JSON bytes with the reader's block flags
+/// spliced in (`EncodedPage`), or from values when layout hints were asked.
+enum PageAnswer: JSONWritable, Sendable {
+    case encoded(EncodedPage, blocking: Set<String>)
+    case decoded(MessagePage)
+
+    func write(to writer: inout JSONWriter) {
+        switch self {
+        case .encoded(let page, let blocked): page.write(to: &writer, blocking: blocked)
+        case .decoded(let page): page.write(to: &writer)
+        }
+    }
+
+    var jsonByteCountHint: Int {
+        switch self {
+        case .encoded(let page, _): page.jsonByteCount
+        case .decoded: 512
+        }
+    }
+
+    /// As the same `MessagePage` (the server writes it with `write(to:)`).
+    func encode(to encoder: any Encoder) throws {
+        switch self {
+        case .encoded(let page, let blocked): try page.decoded(blocking: blocked).encode(to: encoder)
+        case .decoded(let page): try page.encode(to: encoder)
+        }
     }
 }

@@ -21,7 +21,7 @@ enum JSONResponse {
     /// The hot responses: written directly (`JSONWritable`), the same bytes
     /// as the encoder's without its per-key work.
     static func make(_ value: some JSONWritable, status: HTTPResponse.Status = .ok) throws(EncodingFailure) -> Response {
-        var writer = JSONWriter()
+        var writer = JSONWriter(capacity: value.jsonByteCountHint)
         value.write(to: &writer)
         guard writer.isFaithful else {
             throw EncodingFailure(type: "\(type(of: value))", underlying: NonFiniteNumber())
