@@ -1,5 +1,6 @@
 import Foundation
 import ScrollbackMeasure
+import ScrollbackModels
 
 /// The shapes of traffic the load test runs; each is bounded in time and
 /// count and stops by itself.
@@ -189,14 +190,19 @@ extension LoadRun {
 
     // MARK: fanout
 
+    /// One conversation of up to `APILimits.maxMembers` members; past that
+    /// many subscribers, each member subscribes from several devices (one
+    /// socket each), in turn.
     private func fanout(_ settings: ScenarioSettings) async throws -> ScenarioOutcome {
-        let members = (0..<min(max(settings.subscribers, 2), 1_000)).map { "\(runID)-f\($0)" }
+        let subscribers = max(settings.subscribers, 2)
+        let members = (0..<min(subscribers, APILimits.maxMembers)).map { "\(runID)-f\($0)" }
         let id = try await createConversation(creator: members[0], members: Array(members.dropFirst()), target: 0)
-        try await subscribeAll([(id, members)])
+        let sockets: Roster = (id, (0..<subscribers).map { members[$0 % members.count] })
+        try await subscribeAll([sockets])
         let total = Int(settings.rate * Double(settings.seconds))
         await sendOpenLoop(rate: settings.rate, count: total) { index in (id, members[0], index) }
         var outcome = ScenarioOutcome()
-        outcome.violations = await finish([(id, members)])
+        outcome.violations = await finish([sockets])
         return outcome
     }
 

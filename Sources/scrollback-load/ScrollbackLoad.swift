@@ -52,7 +52,7 @@ struct ScrollbackLoad: AsyncParsableCommand {
     @Option(help: "Messages per second: per conversation (chat, faults), in all (fanout, storm).")
     var rate: Double?
 
-    @Option(help: "Subscribers (fanout; at most 1000), sockets (idle, storm).")
+    @Option(help: "Subscribers (fanout: past 1000, the members' other devices), sockets (idle, storm).")
     var subscribers: Int = 1_000
 
     @Option(help: "chat: readers paging back through history.")
