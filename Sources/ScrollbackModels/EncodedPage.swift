@@ -51,22 +51,13 @@ public struct EncodedPage: Sendable {
                     seq: message.seq, sender: message.sender, start: Int32(start), flagAt: Int32(flagAt),
                     end: Int32(writer.bytes.count)))
         }
-        var bytes = writer.bytes
-        if bytes.capacity - bytes.count > bytes.count / 8 {
-            // Kept for as long as the page is: no more memory than it needs.
-            bytes = [UInt8](unsafeUninitializedCapacity: bytes.count) { buffer, count in
-                count = buffer.initialize(fromContentsOf: bytes)
-            }
-        }
         self.init(
-            storage: bytes, messages: spans, hasOlder: page.hasOlder, hasNewer: page.hasNewer,
-            lastSeq: page.lastSeq,
-            version: page.version, firstSeq: page.firstSeq, isFaithful: writer.isFaithful)
+            storage: writer.bytes, messages: spans, hasOlder: page.hasOlder, hasNewer: page.hasNewer,
+            lastSeq: page.lastSeq, version: page.version, firstSeq: page.firstSeq, isFaithful: writer.isFaithful)
     }
 
     private init(
-        storage: [UInt8], messages: [Span], hasOlder: Bool, hasNewer: Bool, lastSeq: Int64,
-        version: Int64,
+        storage: [UInt8], messages: [Span], hasOlder: Bool, hasNewer: Bool, lastSeq: Int64, version: Int64,
         firstSeq: Int64, isFaithful: Bool
     ) {
         self.storage = storage
@@ -82,8 +73,20 @@ public struct EncodedPage: Sendable {
     /// Another page of the same read: `messages` are spans of this page.
     public func cut(_ messages: [Span], hasOlder: Bool, hasNewer: Bool) -> EncodedPage {
         EncodedPage(
-            storage: storage, messages: messages, hasOlder: hasOlder, hasNewer: hasNewer,
-            lastSeq: lastSeq,
+            storage: storage, messages: messages, hasOlder: hasOlder, hasNewer: hasNewer, lastSeq: lastSeq,
+            version: version, firstSeq: firstSeq, isFaithful: isFaithful)
+    }
+
+    /// The same page in bytes of no more capacity than they need (the
+    /// writer's growth leaves up to half unused): for a page that is kept,
+    /// not for one answered once.
+    public var compacted: EncodedPage {
+        guard storage.capacity - storage.count > storage.count / 8 else { return self }
+        let bytes = [UInt8](unsafeUninitializedCapacity: storage.count) { buffer, count in
+            count = buffer.initialize(fromContentsOf: storage)
+        }
+        return EncodedPage(
+            storage: bytes, messages: messages, hasOlder: hasOlder, hasNewer: hasNewer, lastSeq: lastSeq,
             version: version, firstSeq: firstSeq, isFaithful: isFaithful)
     }
 

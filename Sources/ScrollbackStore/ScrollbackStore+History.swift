@@ -41,7 +41,7 @@ extension ScrollbackStore {
         var read: EncodedPage?
         defer { pageCache.finishFill(ticket, for: user, page: read, limit: fillLimit) }
         let page = EncodedPage(try await readPage(of: id, for: user, anchor: .newest, limit: fillLimit))
-        read = page
+        read = page.compacted
         return PageCache.slice(page, complete: page.messages.count < fillLimit, anchor: .newest, limit: limit) ?? page
     }
 

@@ -98,6 +98,7 @@ import Testing
             return message
         }
         let encoded = EncodedPage(MessagePage(messages: messages, hasOlder: true, hasNewer: false, lastSeq: 50, version: 50))
+            .compacted
         let json = encoded.jsonBytes().count
         #expect(encoded.memoryBytes >= json)
         #expect(encoded.memoryBytes < json + json / 8 + 50 * 64, "\(encoded.memoryBytes) bytes held for \(json) of JSON")
