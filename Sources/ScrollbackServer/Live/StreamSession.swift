@@ -55,14 +55,7 @@ struct StreamSession {
             do {
                 for try await message in inbound.messages(maxSize: APILimits.maxStreamFrameBytes) {
                     guard socket.beginHandling() else { continue }
-                    // In a child task, one frame at a time as before: a
-                    // task keeps the memory its deepest call took until it
-                    // ends (the runtime's task allocator), and a subscribe
-                    // goes deep (the catch-up's database read). Handled
-                    // here, every idle socket held about 15 KiB of it.
-                    await withTaskGroup(of: Void.self) { frames in
-                        frames.addTask { await self.handle(message, on: socket) }
-                    }
+                    await handle(message, on: socket)
                     socket.endHandling()
                 }
                 return .success(())
