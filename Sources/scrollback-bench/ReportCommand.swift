@@ -98,7 +98,7 @@ struct PageCacheFigures: Decodable {
                 8, "page cache hits, closed-loop newest pages", unit: "%",
                 value: 100 * Double(hits) / Double(max(hits + misses, 1)), runs: []),
             Figure(
-                8, "page cache size (estimate), \(entries) pages", unit: "MB", value: Double(bytes) / 1_048_576,
+                8, "page cache bytes held, \(entries) pages", unit: "MB", value: Double(bytes) / 1_048_576,
                 baselineName: "its capacity", baseline: Double(capacity) / 1_048_576, runs: []),
         ]
     }

@@ -41,9 +41,24 @@ extension LiveCluster {
             request.headers.add(name: "Content-Type", value: "application/json")
             request.body = .bytes(ByteBuffer(string: body))
         }
-        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
-        let bytes = try await response.body.collect(upTo: 1 << 20)
-        return HTTPReply(status: Int(response.status.code), headers: response.headers, body: Data(buffer: bytes))
+        let start = ContinuousClock.now
+        do {
+            let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
+            let bytes = try await response.body.collect(upTo: 1 << 20)
+            return HTTPReply(status: Int(response.status.code), headers: response.headers, body: Data(buffer: bytes))
+        } catch {
+            throw RequestFailure(request: "\(method) \(path) on instance \(index)", after: .now - start, error: error)
+        }
+    }
+
+    /// A request that got no answer: which one, and after how long (a test
+    /// that fails on it says what hung, not only that something did).
+    struct RequestFailure: Error, CustomStringConvertible {
+        var request: String
+        var after: Duration
+        var error: any Error
+
+        var description: String { "\(request): \(error) after \(after)" }
     }
 
     /// A socket of `user` on instance `index`, authenticated by header.
