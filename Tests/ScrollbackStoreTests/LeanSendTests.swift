@@ -35,7 +35,7 @@ import Testing
                 let leanIDs = try await Self.conversations(of: lean)
                 let fullIDs = try await Self.conversations(of: full)
                 var random = Xoshiro(seed: (seed, seed &* 7, seed &* 71, seed &* 711))
-                // Answers seen: stored, a retry of a stored send, not a member, an error.
+                // Answers seen: stored, a retry of a stored send, not a member (a group that failed counts in none).
                 var created = 0
                 var retried = 0
                 var refused = 0
