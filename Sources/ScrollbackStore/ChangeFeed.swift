@@ -33,14 +33,20 @@ public enum FeedEvent: Sendable, Equatable {
     /// flag other senders now.
     case blocks(user: UserID)
 
-    /// The one channel of the feed.
+    /// The feed's channel in the `public` schema, where the server keeps its
+    /// tables. Each schema has its own (`feed_channel()`, sql/027): PostgreSQL's
+    /// channels are per database, and one schema's listeners have nothing to
+    /// do with another's notifications.
     public static let channel = "scrollback_feed"
+
+    /// The SQL of the schema's channel, for the statements that notify.
+    static let channelSQL = "feed_channel()"
 
     /// The SQL of a notification, for the statements that write: `kind` is
     /// one letter, `fields` SQL expressions joined with `:` (uuids and
     /// numbers, then at most one user id, which has no `:`).
     static func notify(_ kind: Character, _ fields: String...) -> String {
-        "pg_notify('\(channel)', '\(kind):' || " + fields.joined(separator: " || ':' || ") + ")"
+        "pg_notify(\(channelSQL), '\(kind):' || " + fields.joined(separator: " || ':' || ") + ")"
     }
 
     /// The SQL of the one notification of the sends that one statement
@@ -51,7 +57,7 @@ public enum FeedEvent: Sendable, Equatable {
     /// none was created.
     static func notifyStored(from rows: String) -> String {
         """
-        SELECT pg_notify('\(channel)', 'g:' || string_agg(
+        SELECT pg_notify(\(channelSQL), 'g:' || string_agg(
                    moved.id::text || ':' || moved.last_seq || ':' || moved.version, ':' ORDER BY moved.id))
                FROM (
                    SELECT conversation_id AS id, max(seq) AS last_seq, max(conversation_version) AS version

@@ -21,8 +21,8 @@ extension ScrollbackStore {
         "scrollback-listener" + (options.searchPath.map { ":" + $0 } ?? "")
     }
 
-    /// Listens to the change feed on a connection of its own (the pool's
-    /// connections cannot LISTEN), passing every notification to `handle`
+    /// Listens to the change feed (the schema's channel, sql/027) on a
+    /// connection of its own (the pool's connections cannot LISTEN), passing every notification to `handle`
     /// in commit order, until the task is cancelled. A lost connection is
     /// replaced, with backoff; each time LISTEN is in place again `handle`
     /// gets `.listening` first. A connection that stops answering is found
@@ -43,7 +43,8 @@ extension ScrollbackStore {
                 let listening = try await PostgresConnection.connect(
                     configuration: configuration, id: 0, logger: logger)
                 connection = listening
-                try await listening.listen(on: FeedEvent.channel) { notifications in
+                let channel = try await Self.feedChannel(on: listening, within: options.deadline, logger: logger)
+                try await listening.listen(on: channel) { notifications in
                     failures = 0
                     listened = true
                     logger.debug("listening to the change feed")
@@ -100,6 +101,29 @@ extension ScrollbackStore {
     }
 
     private struct PrimaryMoved: Error {}
+
+    /// The schema's change-feed channel (sql/027), as `connection`'s search
+    /// path finds it. Before the schema is migrated (the first start on an
+    /// empty database migrates while the listener starts) the function is
+    /// not there yet: asked again every 100 ms, without counting it a failure.
+    static func feedChannel(on connection: PostgresConnection, within limit: Duration, logger: Logger) async throws
+        -> String
+    {
+        while true {
+            do {
+                return try await Deadline.run(connection: limit, total: limit) { (gate: Deadline.Gate<String>) in
+                    gate.sending()
+                    let rows = try await connection.query("SELECT feed_channel()", logger: logger).decode(String.self)
+                    for try await channel in rows { return channel }
+                    throw StoreError.unavailable
+                }
+            } catch let error as PSQLError where error.sqlState == "42883" {
+                // undefined_function: the schema has not reached sql/027 yet.
+                logger.debug("the change feed waits for the schema's migrations")
+                try await Task.sleep(for: .milliseconds(100))
+            }
+        }
+    }
 
     /// Fails when the connection does not answer a trivial query in time.
     private static func probe(_ connection: PostgresConnection, within limit: Duration, logger: Logger) async throws {

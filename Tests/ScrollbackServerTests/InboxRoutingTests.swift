@@ -119,6 +119,32 @@ import Testing
         #expect(effects.reads.isEmpty)
     }
 
+    /// The user's first socket here is pending: which conversations are
+    /// hers is known only from its snapshot, so a change to any
+    /// conversation meanwhile (it may have committed after the snapshot)
+    /// has her inbox read once the socket is live. Without it, a message
+    /// sent while a client resubscribed was never told.
+    @Test func aChangeWhileTheFirstSocketIsPendingIsReadOnceItIsLive() {
+        var routing = InboxRouting()
+        routing.register(socket: 1, user: Self.alice)
+        #expect(routing.handle(.event(.changed(conversation: Self.c2, seq: 1, version: 1))).reads.isEmpty)
+        let effects = routing.activate(
+            socket: 1, after: Self.cursor(90), snapshot: Self.read(100, [Self.entry(Self.c1, version: 1)], memberships: [Self.c1, Self.c2]))
+        #expect(effects.reads == [Self.alice])
+        let news = Self.deliver(Self.read(110, [Self.entry(Self.c2, version: 1)]), &routing)
+        let versions = news.compactMap { frame -> UUID? in
+            if case .conversationActivity(let line, _) = frame { line.conversationId } else { nil }
+        }
+        #expect(versions == [Self.c2], "\(news)")
+        // Once live, a change elsewhere asks for nothing.
+        #expect(routing.handle(.event(.changed(conversation: UUID(), seq: 1, version: 1))).reads.isEmpty)
+        // A later first socket (after the last one left) is pending again.
+        routing.remove(socket: 1)
+        routing.register(socket: 2, user: Self.alice)
+        _ = routing.handle(.event(.changed(conversation: Self.c1, seq: 2, version: 2)))
+        #expect(routing.activate(socket: 2, after: nil, snapshot: Self.read(120)).reads == [Self.alice])
+    }
+
     @Test func aSocketThatGoesLiveBehindThePositionHasTheReadsStartOverFromIt() {
         var routing = InboxRouting()
         _ = Self.live(&routing, socket: 1, at: 100)

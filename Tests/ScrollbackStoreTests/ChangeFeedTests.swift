@@ -80,10 +80,83 @@ import Testing
         }
     }
 
+    /// Each schema has its own channel (sql/027): a listener hears its
+    /// schema's writes and none of another schema's in the same database,
+    /// also when the schema's name is too long to make the channel's.
+    @Test func aSchemaHearsItsOwnFeedOnly() async throws {
+        try await TestDatabase.withStore { store in
+            let url = try await TestDatabase.url()
+            // 63 bytes, PostgreSQL's longest name: its channel takes its md5.
+            let long = "feed_" + String(repeating: "x", count: 26) + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+            #expect(long.utf8.count == 63)
+            _ = try await TestDatabase.admin(url) { try await $0.query("CREATE SCHEMA \(unescaped: long)", logger: .init(label: "test")) }
+            let other = ScrollbackStore(url: url, options: StoreOptions(searchPath: long), logger: .init(label: "test"))
+            let outcome: Result<Void, any Error>
+            do {
+                try await TestDatabase.running(other) { try await Self.heardApart(store, other, otherSchema: long) }
+                outcome = .success(())
+            } catch {
+                outcome = .failure(error)
+            }
+            _ = try? await TestDatabase.admin(url) {
+                try await $0.query("DROP SCHEMA \(unescaped: long) CASCADE", logger: .init(label: "test"))
+            }
+            try outcome.get()
+        }
+    }
+
+    /// In `public`, where the server keeps its tables, the channel is the
+    /// one every earlier version listens to: instances of different versions
+    /// keep hearing each other during a rolling upgrade.
+    @Test func thePublicSchemasChannelIsTheEarlierOne() async throws {
+        let server = try await TestDatabase.url()
+        let name = "feed_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+        _ = try await TestDatabase.admin(server) { try await $0.query("CREATE DATABASE \(unescaped: name)", logger: .init(label: "test")) }
+        var url = server
+        url.database = name
+        let store = ScrollbackStore(url: url, options: StoreOptions(), logger: .init(label: "test"))
+        let outcome: Result<[String], any Error>
+        do {
+            outcome = .success(try await TestDatabase.running(store) {
+                try await store.migrate()
+                return try await store.values(String.self, "SELECT feed_channel()")
+            })
+        } catch {
+            outcome = .failure(error)
+        }
+        _ = try? await TestDatabase.admin(server) {
+            try await $0.query("DROP DATABASE \(unescaped: name) WITH (FORCE)", logger: .init(label: "test"))
+        }
+        #expect(try outcome.get() == [FeedEvent.channel])
+        #expect(FeedEvent.channel == "scrollback_feed")
+    }
+
+    /// `store` and `other` (in the schema `otherSchema`) each hear their own writes only.
+    static func heardApart(_ store: ScrollbackStore, _ other: ScrollbackStore, otherSchema long: String) async throws {
+        try await other.migrate()
+        let schema = try #require(store.schema)
+        #expect(try await store.values(String.self, "SELECT feed_channel()") == ["scrollback_feed:" + schema])
+        #expect(try await other.values(Bool.self, "SELECT feed_channel() = 'scrollback_feed:' || md5(\(long))") == [true])
+        let mine = try await store.createConversation(creator: "alice", title: nil, members: ["bob"]).id
+        let theirs = try await other.createConversation(creator: "alice", title: nil, members: ["bob"]).id
+        try await Self.listening(to: store) { heard in
+            try await Self.listening(to: other) { heardThere in
+                for n in 1...3 { _ = try await other.send(to: theirs, from: "alice", body: "there \(n)", clientID: nil) }
+                _ = try await store.send(to: mine, from: "alice", body: "here", clientID: nil)
+                // Commit order: once the later write is heard here, the earlier ones would have been.
+                #expect(try await heard(1) == [.changed(conversation: mine, seq: 1, version: 1)])
+                #expect(try await heardThere(3).map(\.conversation) == [theirs, theirs, theirs])
+                try await Task.sleep(for: .milliseconds(200))
+                #expect(try await heard(1).count == 1, "another schema's notifications")
+                #expect(try await heardThere(3).count == 3, "another schema's notifications")
+            }
+        }
+    }
+
     /// Runs the store's listener while `body` writes; `events(n)` waits for
-    /// the first `n` notifications about `conversation`.
+    /// the first `n` notifications about `conversation` (nil: about anything).
     static func listening(
-        to store: ScrollbackStore, conversation: UUID,
+        to store: ScrollbackStore, conversation: UUID? = nil,
         _ body: (_ events: @Sendable (Int) async throws -> [FeedEvent]) async throws -> Void
     ) async throws {
         let received = NIOLockedValueBox<[FeedEvent]>([])
@@ -94,7 +167,7 @@ import Testing
                     switch signal {
                     case .listening: listening.withLockedValue { $0 = true }
                     case .lost: listening.withLockedValue { $0 = false }
-                    case .event(let event) where event.conversation == conversation:
+                    case .event(let event) where conversation == nil || event.conversation == conversation:
                         received.withLockedValue { $0.append(event) }
                     case .event: break
                     }

@@ -62,6 +62,39 @@ import Testing
         }
     }
 
+    /// Which statement runs: a send with nothing more takes the lean one,
+    /// which reads neither slow mode's last sends nor uploads; a reply, or a
+    /// send to a conversation in slow mode, takes the full one, which reads
+    /// both. With the two tables locked by another transaction, the first
+    /// goes through and the others time out waiting for their locks. (The
+    /// test above would pass with a dispatch that never chose the lean
+    /// statement; this one would not.)
+    @Test func onlySendsWithNothingMoreTakeTheLeanStatement() async throws {
+        try await TestDatabase.withStore(lockTimeout: .seconds(1)) { store in
+            let ids = try await Self.conversations(of: store)
+            _ = try await store.values(
+                Int32.self, "UPDATE conversations SET slow_mode_seconds = 30 WHERE id = \(ids[2]) RETURNING 1")
+            let plain = SendArguments(conversations: [0, 1], senders: ["alice", "bob"], bodies: ["hi", "there"], clientIDs: [nil, "c1"])
+            let slow = SendArguments(conversations: [2], senders: ["bob"], bodies: ["slow"], clientIDs: [nil])
+            let replies = SendArguments(conversations: [0, 1], senders: ["alice", "bob"], bodies: ["re", "re"], clientIDs: [nil, "c2"])
+            let logger = Logger(label: "test")
+            try await TestDatabase.otherConnection(to: store) { locker in
+                try await locker.query("BEGIN", logger: logger)
+                try await locker.query("LOCK TABLE slow_mode_sends, uploads IN ACCESS EXCLUSIVE MODE", logger: logger)
+                let answers = try await Self.send(plain, on: store, ids: ids)
+                #expect(answers.map { $0.split(separator: "|", omittingEmptySubsequences: false).dropFirst(4).first } == ["t", "t"], "\(answers)")
+                // 55P03: lock_not_available.
+                #expect(try await Self.send(slow, on: store, ids: ids) == ["error 55P03"])
+                #expect(try await Self.send(replies, on: store, ids: ids, replyingTo: 1) == ["error 55P03"])
+                try await locker.query("ROLLBACK", logger: logger)
+            }
+            // Without the locks, the same calls store.
+            #expect(try await Self.send(slow, on: store, ids: ids).count == 1)
+            #expect(try await Self.send(replies, on: store, ids: ids, replyingTo: 1).count == 2)
+            #expect(try await store.values(Int64.self, "SELECT count(*) FROM messages") == [5])
+        }
+    }
+
     /// The conversations of `members` made in `store`, then the missing one.
     static func conversations(of store: ScrollbackStore) async throws -> [UUID] {
         var made: [UUID] = []
@@ -72,9 +105,11 @@ import Testing
     }
 
     /// One call of `store_sends`, as the server makes it for a group (no
-    /// reply, no attachment): each answer row as text, its conversation
+    /// attachment; a reply to `parent` when given): each answer row as text, its conversation
     /// named by its place in `ids` (or the error's SQLSTATE).
-    static func send(_ group: SendArguments, on store: ScrollbackStore, ids: [UUID]) async throws -> [String] {
+    static func send(_ group: SendArguments, on store: ScrollbackStore, ids: [UUID], replyingTo parent: Int64? = nil)
+        async throws -> [String]
+    {
         let conversations = group.conversations.map { ids[$0] }
         do {
             return try await store.values(
@@ -85,7 +120,7 @@ import Testing
                                  coalesce(slow_wait::text, '-'))
                 FROM store_sends(\(conversations)::uuid[], \(group.senders)::text[], \(group.bodies)::text[],
                                  array_replace(\(group.clientIDs.map { $0 ?? "" })::text[], '', NULL),
-                                 array_fill(NULL::int8, ARRAY[\(Int32(group.senders.count))]), '{}', '{}', 10,
+                                 array_fill(\(parent)::int8, ARRAY[\(Int32(group.senders.count))]), '{}', '{}', 10,
                                  ARRAY['owner', 'admin'])
                 ORDER BY send_position
                 """)

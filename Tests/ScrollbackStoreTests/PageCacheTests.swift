@@ -211,7 +211,7 @@ import Testing
     }
 
     static func notify(_ store: ScrollbackStore, _ payload: String) async throws {
-        _ = try await store.values(String.self, "SELECT pg_notify(\(FeedEvent.channel), \(payload))::text")
+        _ = try await store.values(String.self, "SELECT pg_notify(feed_channel(), \(payload))::text")
     }
 
     /// Polls `condition` for up to 30 s.

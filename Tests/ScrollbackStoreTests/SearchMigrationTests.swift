@@ -31,7 +31,10 @@ import Testing
             #expect(try await pendingPages().first ?? 0 > 0)
             try await sendSome("caper", plainly: true)
 
-            #expect(try await store.migrate(Migration.embedded.filter { $0.version < 24 }).contains("009_search_index_without_pending_list"))
+            // With the feed's channel (sql/027): the store's sends notify on it.
+            #expect(
+                try await store.migrate(Migration.embedded.filter { $0.version < 24 || $0.name == "027_feed_channel" })
+                    .contains("009_search_index_without_pending_list"))
             // What was pending is merged by the migration, and sends leave nothing pending.
             #expect(try await pendingPages() == [0])
             try await sendSome("thyme", plainly: false)

@@ -74,8 +74,15 @@ extension TestDatabase {
         try await TestDatabase.otherConnection(to: store) { listener in
             try await withThrowingTaskGroup(of: Void.self) { group in
                 let listening = NIOLockedValueBox(false)
-                group.addTask {
-                    try await listener.listen(on: FeedEvent.channel) { notifications in
+                // The schema's channel (sql/027).
+                var channel = FeedEvent.channel
+                for try await name in try await listener.query("SELECT feed_channel()", logger: .init(label: "test"))
+                    .decode(String.self)
+                {
+                    channel = name
+                }
+                group.addTask { [channel] in
+                    try await listener.listen(on: channel) { notifications in
                         listening.withLockedValue { $0 = true }
                         for try await notification in notifications {
                             received.withLockedValue { $0.append(notification.payload) }
@@ -86,7 +93,7 @@ extension TestDatabase {
                 try await body()
                 // Notifications of a commit arrive after its answer: the
                 // marker is notified after every write above committed.
-                _ = try await listener.query("SELECT pg_notify(\(FeedEvent.channel), 'marker')", logger: .init(label: "test"))
+                _ = try await listener.query("SELECT pg_notify(feed_channel(), 'marker')", logger: .init(label: "test"))
                 let deadline = ContinuousClock.now + .seconds(60)
                 while !received.withLockedValue({ $0.contains("marker") }), ContinuousClock.now < deadline {
                     try await Task.sleep(for: .milliseconds(5))

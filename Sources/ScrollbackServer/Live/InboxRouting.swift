@@ -50,6 +50,10 @@ struct InboxRouting {
     private var dirty: Set<UserID> = []
     /// Users whose next read lists their memberships (see `ReadRequest`).
     private var relearn: Set<UserID> = []
+    /// Users with no live socket yet (no `position`): which conversations
+    /// are theirs is learned from their first socket's snapshot, so any
+    /// change until then may concern them.
+    private var unstarted: Set<UserID> = []
 
     private struct UserInbox {
         /// Where the next read starts; nil until the first socket is live.
@@ -144,6 +148,7 @@ struct InboxRouting {
         remove(socket: socket)
         users[user, default: UserInbox()].sockets[socket] = .pending([])
         userOfSocket[socket] = user
+        if users[user]?.position == nil { unstarted.insert(user) }
     }
 
     /// Makes a pending subscription live with its own snapshot: read from
@@ -174,6 +179,7 @@ struct InboxRouting {
             }
         } else {
             users[user]?.position = live.floor
+            unstarted.remove(user)
             if users[user]?.changedBeforeStart == true { markDirty(user, &effects) }
         }
         return effects
@@ -185,6 +191,7 @@ struct InboxRouting {
         guard let user = userOfSocket.removeValue(forKey: socket) else { return }
         users[user]?.sockets[socket] = nil
         guard users[user]?.sockets.isEmpty == true, let inbox = users.removeValue(forKey: user) else { return }
+        unstarted.remove(user)
         dirty.remove(user)
         relearn.remove(user)
         for id in inbox.conversations { forget(user, in: id) }
@@ -210,6 +217,9 @@ struct InboxRouting {
             switch event {
             case .changed(let id, _, _):
                 for user in usersByConversation[id] ?? [] { markDirty(user, &effects) }
+                // Whose conversations are not known until their snapshot
+                // is applied: the change may be theirs, and later than it.
+                for user in unstarted { users[user]?.changedBeforeStart = true }
             case .read(_, let user, _):
                 markDirty(user, &effects)
             case .memberAdded(let id, let user):
