@@ -44,6 +44,14 @@ public struct KnownVersion: Sendable, Equatable {
         current = max(current, version)
     }
 
+    /// What is held was replaced by a read at `version` (a jump's page):
+    /// it is current as of that version, whatever was applied to what it
+    /// replaced. Changes seen after it (`seen` above it) are to be fetched.
+    public mutating func replaced(at version: Int64) {
+        saw(version)
+        current = version
+    }
+
     /// A subscription is live from `version` on: the version to catch up
     /// from when what is held is older, or nil when it is current.
     public mutating func subscribed(at version: Int64) -> Int64? {

@@ -59,6 +59,8 @@ public struct Timeline: Sendable, Equatable {
     /// The `after` of each `fillGap` not answered yet.
     private var gapsRequested: Set<Int64> = []
     private var catchUpRequested = false
+    /// The version the catch-up in flight fetches changes after.
+    private var catchUpSince: Int64?
 
     public init(conversationId: UUID, settings: TimelineLayoutSettings = TimelineLayoutSettings()) {
         self.conversationId = conversationId
@@ -176,8 +178,18 @@ public struct Timeline: Sendable, Equatable {
                 if isInWindow(message.seq) { store(message) } else { showInReplies(message) }
             }
             catchUpRequested = false
-            versions.caughtUp(to: changes.version)
-            if changes.hasMore { effects += requestCatchUp() }
+            if let since = catchUpSince, since > versions.current {
+                // A jump replaced the window with an older page while these
+                // were fetched: the changes between that page and `since`
+                // are still to be applied.
+                catchUpSince = nil
+                versions.saw(changes.version)
+                effects += requestCatchUp()
+            } else {
+                catchUpSince = nil
+                versions.caughtUp(to: changes.version)
+                if changes.hasMore { effects += requestCatchUp() }
+            }
         case .memberRemoved:
             isRemoved = true
             for index in pending.indices {
@@ -312,8 +324,13 @@ public struct Timeline: Sendable, Equatable {
         hasOlder = false
         var page = page
         page.messages = page.messages.filter(belongs)
-        let effects = load(page)
+        // The rows are current as of the page's version, not of changes
+        // applied to the rows it replaces: a live edit that arrived before
+        // a page read earlier would otherwise be lost with them.
+        versions.replaced(at: page.version)
+        var effects = load(page)
         isAttached = !page.hasNewer
+        if versions.seen > page.version { effects += requestCatchUp() }
         return effects
     }
 
@@ -332,6 +349,7 @@ public struct Timeline: Sendable, Equatable {
     private mutating func requestCatchUp() -> [TimelineEffect] {
         guard !catchUpRequested, !isRemoved else { return [] }
         catchUpRequested = true
+        catchUpSince = versions.current
         return [.catchUp(sinceVersion: versions.current)]
     }
 

@@ -40,6 +40,48 @@ import Testing
         #expect(timeline.messages.first { $0.seq == 100 }?.body == "edited")
     }
 
+    /// A jump's page read before a live edit arrives after it: the window
+    /// it replaces had the edit, the page does not. The rows are current as
+    /// of the page, so the changes since it are fetched and the edit is
+    /// shown again (it was lost, and the window said it was current).
+    @Test func aJumpToAPageOlderThanALiveEditFetchesTheChangesSinceThePage() {
+        var history = History(count: 50)
+        var timeline = Timeline(conversationId: History.id, settings: Self.settings())
+        timeline.apply(.pageLoaded(history.page(limit: 20)))
+        #expect(timeline.apply(.subscribed(lastSeq: 50, version: 50)).effects.isEmpty)
+        let read = history.page(limit: 20)  // the jump's page, read now, answered later
+        history.messages[39].body = "edited"
+        history.messages[39].version = 51
+        timeline.apply(.messageUpdated(history.messages[39]))
+        let effects = timeline.apply(.jumped(read, focus: nil)).effects
+        #expect(effects == [.catchUp(sinceVersion: 50)])
+        #expect(timeline.apply(.changesApplied(history.changes(since: 50))).effects.isEmpty)
+        #expect(timeline.messages.first { $0.seq == 40 }?.body == "edited")
+        #expect(timeline.version == 51)
+    }
+
+    /// The same with a catch-up in flight from a version above the jump's
+    /// page: its answer leaves out what lies between, which is fetched next.
+    @Test func aCatchUpInFlightPastAJumpsPageIsFollowedByOneFromThePage() {
+        var history = History(count: 48)
+        var timeline = Timeline(conversationId: History.id, settings: Self.settings())
+        let read = history.page(limit: 20)  // version 48
+        history.messages[39].body = "edit 49"
+        history.messages[39].version = 49
+        timeline.apply(.pageLoaded(history.page(limit: 20)))
+        history.messages[40].body = "edit 50"
+        history.messages[40].version = 50
+        history.messages[41].body = "edit 51"
+        history.messages[41].version = 51
+        #expect(timeline.apply(.subscribed(lastSeq: 48, version: 51)).effects == [.catchUp(sinceVersion: 49)])
+        #expect(timeline.apply(.jumped(read, focus: nil)).effects.isEmpty, "one catch-up at a time")
+        let next = timeline.apply(.changesApplied(history.changes(since: 49))).effects
+        #expect(next == [.catchUp(sinceVersion: 48)])
+        #expect(timeline.apply(.changesApplied(history.changes(since: 48))).effects.isEmpty)
+        #expect(timeline.messages.filter { (40...42).contains($0.seq) }.map(\.body).sorted() == ["edit 49", "edit 50", "edit 51"])
+        #expect(timeline.version == 51)
+    }
+
     /// From a jump to message 20 of 1,000, the reader scrolls down again and
     /// again while messages keep arriving live: each newer page keeps the
     /// bottom row in place, the window reaches the newest message, joins the
