@@ -21,6 +21,8 @@ struct DeliveryLedger: Sendable {
         /// every message after it must arrive.
         var startedAfter: Int64?
         var delivered: [Delivery] = []
+        /// Which opening of the subscription counts (`reopen`).
+        var opening = 0
     }
 
     struct Delivery: Sendable, Equatable {
@@ -68,12 +70,26 @@ struct DeliveryLedger: Sendable {
     }
 
     /// A subscription came up (again): the first one fixes where delivery starts.
-    mutating func connected(_ id: Int, lastSeq: Int64) {
+    mutating func connected(_ id: Int, opening: Int = 0, lastSeq: Int64) {
+        guard subscribers[id]?.opening == opening else { return }
         if subscribers[id]?.startedAfter == nil { subscribers[id]?.startedAfter = lastSeq }
     }
 
-    mutating func delivered(_ id: Int, seq: Int64, clientId: String?) {
+    /// A message reached subscriber `id` through its opening `opening`; an
+    /// earlier opening's is not counted.
+    mutating func delivered(_ id: Int, opening: Int = 0, seq: Int64, clientId: String?) {
+        guard subscribers[id]?.opening == opening else { return }
         subscribers[id]?.delivered.append(Delivery(seq: seq, clientId: clientId))
+    }
+
+    /// Subscriber `id` is opened again, resuming after the position this
+    /// returns. The opening it replaces may still hand over a message it had
+    /// in hand (cancelling a task does not stop the step it is in), which
+    /// the new one, resuming after what was counted, brings again: from
+    /// here on only the new opening's count.
+    mutating func reopen(_ id: Int) -> (opening: Int, after: Int64?) {
+        subscribers[id]?.opening += 1
+        return (subscribers[id]?.opening ?? 0, position(of: id))
     }
 
     /// The highest seq subscriber `id` received, or where it started.

@@ -92,7 +92,7 @@ final class LoadRun: Sendable {
         open(id, after: nil)
     }
 
-    private func open(_ id: Int, after seq: Int64?) {
+    private func open(_ id: Int, after seq: Int64?, opening: Int = 0) {
         guard let subscription = subscriptions.withLockedValue({ $0[id] }) else { return }
         let stream = client(subscription.user, target: subscription.target).live(
             conversation: subscription.conversation, after: seq)
@@ -103,10 +103,10 @@ final class LoadRun: Sendable {
                     switch event {
                     case .connected(let lastSeq, _):
                         stats.record(.subscribe, .now - since)
-                        ledger.withLockedValue { $0.connected(id, lastSeq: lastSeq) }
+                        ledger.withLockedValue { $0.connected(id, opening: opening, lastSeq: lastSeq) }
                         subscriptions.withLockedValue { $0[id]?.connects += 1 }
                     case .message(let message):
-                        delivered(message, to: id)
+                        delivered(message, to: id, opening: opening)
                     case .disconnected:
                         since = .now
                         subscriptions.withLockedValue { $0[id]?.drops += 1 }
@@ -124,9 +124,9 @@ final class LoadRun: Sendable {
         subscriptions.withLockedValue { $0[id]?.task = task }
     }
 
-    private func delivered(_ message: Message, to id: Int) {
+    private func delivered(_ message: Message, to id: Int, opening: Int) {
         if dropDelivery(id, message) { return }
-        ledger.withLockedValue { $0.delivered(id, seq: message.seq, clientId: message.clientId) }
+        ledger.withLockedValue { $0.delivered(id, opening: opening, seq: message.seq, clientId: message.clientId) }
         if let clientId = message.clientId, let start = scheduled.withLockedValue({ $0[clientId] }) {
             stats.record(.deliver, .now - start)
         }
@@ -139,7 +139,8 @@ final class LoadRun: Sendable {
         for (id, subscription) in current {
             subscription.task?.cancel()
             subscriptions.withLockedValue { $0[id]?.drops += 1 }
-            open(id, after: ledger.withLockedValue { $0.position(of: id) })
+            let (opening, after) = ledger.withLockedValue { $0.reopen(id) }
+            open(id, after: after, opening: opening)
         }
     }
 

@@ -42,6 +42,25 @@ import Testing
         #expect(violations == [.init(conversation: Self.conversation, subscriber: "bob", kind: .lost, problem: "lost seqs 3")])
     }
 
+    /// A subscription opened again resumes after what was counted; the
+    /// opening it replaced may still hand over the message it had in hand,
+    /// which the new one brings too. Counted twice, a healthy server would
+    /// look like one that duplicates.
+    @Test func aReplacedOpeningsLastMessageIsNotCountedAgain() {
+        var ledger = DeliveryLedger(clientIdPrefix: "run")
+        ledger.subscribe(0, name: "bob", to: Self.conversation)
+        ledger.connected(0, lastSeq: 0)
+        for seq in Int64(1)...5 { ledger.acknowledged("run-\(seq)", seq: seq, in: Self.conversation) }
+        for seq in Int64(1)...3 { ledger.delivered(0, seq: seq, clientId: "run-\(seq)") }
+        let (opening, after) = ledger.reopen(0)
+        #expect(opening == 1 && after == 3)
+        ledger.delivered(0, opening: 0, seq: 4, clientId: "run-4")  // the old opening, after the reopen
+        ledger.connected(0, opening: 1, lastSeq: 5)
+        for seq in Int64(4)...5 { ledger.delivered(0, opening: 1, seq: seq, clientId: "run-\(seq)") }
+        #expect(ledger.check(histories: Self.healthy().1).isEmpty)
+        #expect(ledger.position(of: 0) == 5)
+    }
+
     @Test func aMessageReceivedTwiceOrOutOfOrderIsCaught() {
         var (ledger, histories) = Self.healthy()
         ledger.delivered(0, seq: 5, clientId: "run-5")

@@ -55,7 +55,15 @@ struct StreamSession {
             do {
                 for try await message in inbound.messages(maxSize: APILimits.maxStreamFrameBytes) {
                     guard socket.beginHandling() else { continue }
-                    await handle(message, on: socket)
+                    // In a child task, one frame at a time: a task keeps the
+                    // memory its deepest call took until it ends (the
+                    // runtime's task allocator keeps its slabs), and a
+                    // subscribe goes deep (its catch-up read from the
+                    // database). Handled here, every idle socket kept that
+                    // memory for as long as it stayed open (BENCHMARKS.md).
+                    await withTaskGroup(of: Void.self) { frames in
+                        frames.addTask { await self.handle(message, on: socket) }
+                    }
                     socket.endHandling()
                 }
                 return .success(())
