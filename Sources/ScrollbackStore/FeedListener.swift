@@ -22,13 +22,12 @@ extension ScrollbackStore {
     }
 
     /// Listens to the change feed (the schema's channel, sql/027) on a
-    /// connection of its own (the pool's connections cannot LISTEN),
-    /// passing every notification to `handle` in commit order, until the
-    /// task is cancelled. A lost connection is replaced, with backoff; each
-    /// time LISTEN is in place again `handle` gets `.listening` first. A
-    /// connection that stops answering is found by a probe every
-    /// `probeInterval` and replaced too. The store's page cache follows the
-    /// same signals, before `handle` does.
+    /// connection of its own (the pool's connections cannot LISTEN), passing every notification to `handle`
+    /// in commit order, until the task is cancelled. A lost connection is
+    /// replaced, with backoff; each time LISTEN is in place again `handle`
+    /// gets `.listening` first. A connection that stops answering is found
+    /// by a probe every `probeInterval` and replaced too. The store's page
+    /// cache follows the same signals, before `handle` does.
     public func listenToFeed(
         probeInterval: Duration = .seconds(10), _ handle: @escaping @Sendable (FeedSignal) async -> Void
     ) async {

@@ -58,8 +58,8 @@ public struct Timeline: Sendable, Equatable {
     private var newerRequested: Int64?
     /// The `after` of each `fillGap` not answered yet.
     private var gapsRequested: Set<Int64> = []
-    /// The version the catch-up in flight fetches changes after; nil when
-    /// none is in flight.
+    private var catchUpRequested = false
+    /// The version the catch-up in flight fetches changes after.
     private var catchUpSince: Int64?
 
     public init(conversationId: UUID, settings: TimelineLayoutSettings = TimelineLayoutSettings()) {
@@ -177,15 +177,16 @@ public struct Timeline: Sendable, Equatable {
             for message in changes.messages where belongs(message) {
                 if isInWindow(message.seq) { store(message) } else { showInReplies(message) }
             }
-            let since = catchUpSince
-            catchUpSince = nil
-            if let since, since > versions.current {
+            catchUpRequested = false
+            if let since = catchUpSince, since > versions.current {
                 // A jump replaced the window with an older page while these
                 // were fetched: the changes between that page and `since`
                 // are still to be applied.
+                catchUpSince = nil
                 versions.saw(changes.version)
                 effects += requestCatchUp()
             } else {
+                catchUpSince = nil
                 versions.caughtUp(to: changes.version)
                 if changes.hasMore { effects += requestCatchUp() }
             }
@@ -346,7 +347,8 @@ public struct Timeline: Sendable, Equatable {
     }
 
     private mutating func requestCatchUp() -> [TimelineEffect] {
-        guard catchUpSince == nil, !isRemoved else { return [] }
+        guard !catchUpRequested, !isRemoved else { return [] }
+        catchUpRequested = true
         catchUpSince = versions.current
         return [.catchUp(sinceVersion: versions.current)]
     }

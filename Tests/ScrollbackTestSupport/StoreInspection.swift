@@ -74,10 +74,14 @@ extension TestDatabase {
         try await TestDatabase.otherConnection(to: store) { listener in
             try await withThrowingTaskGroup(of: Void.self) { group in
                 let listening = NIOLockedValueBox(false)
-                // The schema's channel (sql/027), as the store's listener finds it.
-                let channel = try await ScrollbackStore.feedChannel(
-                    on: listener, within: .seconds(30), logger: .init(label: "test"))
-                group.addTask {
+                // The schema's channel (sql/027).
+                var channel = FeedEvent.channel
+                for try await name in try await listener.query("SELECT feed_channel()", logger: .init(label: "test"))
+                    .decode(String.self)
+                {
+                    channel = name
+                }
+                group.addTask { [channel] in
                     try await listener.listen(on: channel) { notifications in
                         listening.withLockedValue { $0 = true }
                         for try await notification in notifications {
