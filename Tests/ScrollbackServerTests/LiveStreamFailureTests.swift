@@ -234,6 +234,46 @@ import Testing
         } }
     }
 
+    /// A client that falls behind for a while (its connection takes no more
+    /// bytes, and frames wait in the server's queue) and then reads again
+    /// gets every message, in order, and is not closed: the writer stops
+    /// while the connection is full and goes on once it drains.
+    @Test func aClientThatFallsBehindAndCatchesUpGetsEveryMessageInOrder() async throws {
+        var options = LiveOptions()
+        // Far above what is sent: nobody here is too slow.
+        options.setQueueLimits(
+            softBytes: 512 * 1024 * 1024, hardBytes: 1024 * 1024 * 1024, grace: .seconds(600), stall: .seconds(600))
+        try await TestSlots.alone { try await LiveCluster.run(options: options) { cluster in
+            let id = try await cluster.conversation("alice", members: ["bob"])
+            let bob = try await cluster.connect("bob", paused: true)
+            try bob.send(.subscribe(conversationId: id, afterSeq: nil))
+            try await Task.sleep(for: .milliseconds(300))
+
+            let body = String(repeating: "€", count: 3_990)  // about 12 KB
+            let hub = cluster.instances[0].live.hub
+            // On until frames wait in the server's queue, well past what the
+            // socket buffers hold: the writer has stopped for the connection.
+            var sent = 0
+            while await hub.statistics().queuedFrames < 20 {
+                guard sent < 8_000 else {
+                    Issue.record("no frame waited in the queue after \(sent) messages to a client that reads nothing")
+                    return
+                }
+                sent += 1
+                _ = try await cluster.store.send(to: id, from: "alice", body: "\(sent) \(body)", clientID: nil)
+            }
+            bob.resume()
+            for _ in 0..<20 {
+                sent += 1
+                _ = try await cluster.store.send(to: id, from: "alice", body: "\(sent) \(body)", clientID: nil)
+            }
+            let received = try await bob.messages(sent, timeout: .seconds(120))
+            #expect(received.map(\.seq) == (1...sent).map(Int64.init))
+            #expect(cluster.instances[0].live.counters.closedForSlowness == 0)
+            #expect(await hub.statistics().queuedFrames == 0)
+        } }
+    }
+
     /// A shutdown closes every socket with 1001, and only after each send
     /// the server acknowledged is stored.
     @Test func aShutdownClosesSocketsWith1001AfterTheAcknowledgedSendsAreStored() async throws {

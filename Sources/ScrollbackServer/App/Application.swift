@@ -48,7 +48,9 @@ public func buildApplication(
         http1: .init(additionalChannelHandlers: [RequestBoundaryObserver()], idleTimeout: nil),
         ws: .init(
             maxFrameSize: APILimits.maxStreamFrameBytes,
-            autoPing: .enabled(timePeriod: delivery.options.pingInterval),
+            // The pings are a timer on each socket's event loop
+            // (`StreamChannelHandler`), not a task per socket.
+            autoPing: .disabled,
             closeTimeout: .seconds(5),
             validateUTF8: true))
     let gate = ConnectionGate(limit: configuration.connections.maxConnections)

@@ -3,8 +3,9 @@ import NIOCore
 import ScrollbackModels
 
 /// The frames waiting for one socket, bounded: the fan-out puts frames here
-/// without waiting, and the socket's own writer task takes them out at the
-/// pace the client reads. A client that falls behind is closed (with
+/// without waiting, and the socket's writer, on its event loop, takes them
+/// out at the pace the client reads (as long as the connection takes more
+/// bytes). A client that falls behind is closed (with
 /// `StreamCloseCode.tooSlow`, so it resumes from its last seq) rather than
 /// allowed to hold memory or slow anyone else: when the queue has stayed
 /// above its soft limit for the grace period (it reads, but slower than the
@@ -16,6 +17,12 @@ import ScrollbackModels
 /// can queue a burst of hundreds of messages at once, larger than the limit,
 /// for a client that keeps up perfectly well. Such a burst costs little
 /// memory per socket, since every subscriber's queue holds the same buffers.
+///
+/// The writer is not a task waiting on the queue: `push` and `close` call
+/// their `wake` when the queue has something and no drain is due yet, and
+/// the drain takes items until `take` finds none (which ends it) or the
+/// connection takes no more for now (the drain is then still due, and
+/// resumes when it does).
 final class OutboundQueue: Sendable {
     struct Limits: Sendable {
         var softBytes = 256 * 1024
@@ -31,7 +38,7 @@ final class OutboundQueue: Sendable {
     }
 
     private struct State {
-        var frames = CircularBuffer<ByteBuffer>()
+        var frames = CircularBuffer<ByteBuffer>(initialCapacity: OutboundQueue.idleCapacity)
         var bytes = 0
         var aboveSoftSince: ContinuousClock.Instant?
         /// When the writer last took a frame (or the queue was created).
@@ -39,12 +46,23 @@ final class OutboundQueue: Sendable {
         /// Set once: the close that ends the queue, sent after the frames
         /// still queued (a shutdown) or instead of them (a slow client).
         var closing: Item?
-        var waiter: CheckedContinuation<Item?, Never>?
+        /// A drain was asked for (`wake`) and has not yet found the queue empty.
+        var drainDue = false
         var finished = false
+
+        /// Whether the caller must wake the writer: the first item since
+        /// the last drain found the queue empty.
+        mutating func takeWake() -> Bool {
+            defer { drainDue = true }
+            return !drainDue
+        }
     }
 
     private let state: NIOLockedValueBox<State>
     private let limits: Limits
+    /// The room for frames a queue starts with, and goes back to when a
+    /// burst that made it grow has been written.
+    static let idleCapacity = 4
     private let now: @Sendable () -> ContinuousClock.Instant
 
     /// `now` is the clock's reading; tests pass one they move by hand.
@@ -63,13 +81,13 @@ final class OutboundQueue: Sendable {
         case tooSlow
     }
 
-    /// Queues a frame, unless the queue is closing or the client is too slow.
+    /// Queues a frame, unless the queue is closing or the client is too
+    /// slow; `wake` is called (outside the lock) when the writer must drain.
     @discardableResult
-    func push(_ frame: ByteBuffer) -> PushResult {
+    func push(_ frame: ByteBuffer, wake: () -> Void = {}) -> PushResult {
         let now = self.now()
-        let (waiter, accepted, lagged): (CheckedContinuation<Item?, Never>?, Bool, Bool) = state.withLockedValue {
-            state in
-            guard state.closing == nil, !state.finished else { return (nil, false, false) }
+        let (result, mustWake): (PushResult, Bool) = state.withLockedValue { state in
+            guard state.closing == nil, !state.finished else { return (.closing, false) }
             let bytes = state.bytes + frame.readableBytes
             let lagging =
                 (bytes > limits.hardBytes && now - state.lastTaken > limits.stall)
@@ -78,37 +96,30 @@ final class OutboundQueue: Sendable {
                 state.frames.removeAll()
                 state.bytes = 0
                 state.closing = .close(code: StreamCloseCode.tooSlow, reason: "too slow: resume from your last seq")
-                return (Self.takeWaiter(&state), false, true)
+                return (.tooSlow, state.takeWake())
             }
             state.bytes = bytes
             if bytes > limits.softBytes, state.aboveSoftSince == nil { state.aboveSoftSince = now }
-            guard let waiter = Self.takeWaiter(&state) else {
-                state.frames.append(frame)
-                return (nil, true, false)
-            }
-            state.bytes -= frame.readableBytes
-            state.lastTaken = now
-            return (waiter, true, false)
+            state.frames.append(frame)
+            return (.queued, state.takeWake())
         }
-        if let waiter {
-            waiter.resume(returning: accepted ? .frame(frame) : state.withLockedValue { $0.closing })
-        }
-        return lagged ? .tooSlow : accepted ? .queued : .closing
+        if mustWake { wake() }
+        return result
     }
 
     /// Ends the queue with a close frame: after the frames already queued
     /// when `draining`, otherwise at once. Only the first close counts.
-    func close(code: Int, reason: String, draining: Bool) {
-        let waiter = state.withLockedValue { state -> CheckedContinuation<Item?, Never>? in
-            guard state.closing == nil, !state.finished else { return nil }
+    func close(code: Int, reason: String, draining: Bool, wake: () -> Void = {}) {
+        let mustWake = state.withLockedValue { state -> Bool in
+            guard state.closing == nil, !state.finished else { return false }
             if !draining {
                 state.frames.removeAll()
                 state.bytes = 0
             }
             state.closing = .close(code: code, reason: reason)
-            return Self.takeWaiter(&state)
+            return state.takeWake()
         }
-        waiter?.resume(returning: .close(code: code, reason: reason))
+        if mustWake { wake() }
     }
 
     /// The queue is closing: a close was asked for, or the client fell behind.
@@ -116,35 +127,35 @@ final class OutboundQueue: Sendable {
 
     /// Ends the queue without a close frame (the socket is gone).
     func finish() {
-        let waiter = state.withLockedValue { state -> CheckedContinuation<Item?, Never>? in
+        state.withLockedValue { state in
             state.finished = true
             state.frames.removeAll()
             state.bytes = 0
-            return Self.takeWaiter(&state)
         }
-        waiter?.resume(returning: nil)
     }
 
-    /// The next item, waiting for one; nil once the queue is finished or its
-    /// close was taken.
-    func next() async -> Item? {
-        await withCheckedContinuation { continuation in
-            let item: Item?? = state.withLockedValue { state in
-                if state.finished { return .some(nil) }
-                if let frame = state.frames.popFirst() {
-                    state.lastTaken = self.now()
-                    state.bytes -= frame.readableBytes
-                    if state.bytes <= limits.softBytes { state.aboveSoftSince = nil }
-                    return .some(.frame(frame))
+    /// The next item for the writer; nil when there is none, which ends the
+    /// drain (the next `push` or `close` wakes the writer again), and for
+    /// good once the queue is finished or its close was taken.
+    func take() -> Item? {
+        state.withLockedValue { state in
+            if state.finished { return nil }
+            if let frame = state.frames.popFirst() {
+                if state.frames.isEmpty, state.frames.capacity > Self.idleCapacity {
+                    // A burst grew the buffer; an idle socket keeps a small one.
+                    state.frames = CircularBuffer(initialCapacity: Self.idleCapacity)
                 }
-                if let closing = state.closing {
-                    state.finished = true
-                    return .some(closing)
-                }
-                state.waiter = continuation
-                return nil
+                state.lastTaken = self.now()
+                state.bytes -= frame.readableBytes
+                if state.bytes <= limits.softBytes { state.aboveSoftSince = nil }
+                return .frame(frame)
             }
-            if let item { continuation.resume(returning: item) }
+            if let closing = state.closing {
+                state.finished = true
+                return closing
+            }
+            state.drainDue = false
+            return nil
         }
     }
 
@@ -153,12 +164,8 @@ final class OutboundQueue: Sendable {
         state.withLockedValue { ($0.frames.count, $0.bytes) }
     }
 
-    /// The writer waiting for an item, if any. A waiter only exists while
-    /// nothing is queued, so when the queue is closing it is handed the close
-    /// (by the caller), and the queue is finished.
-    private static func takeWaiter(_ state: inout State) -> CheckedContinuation<Item?, Never>? {
-        defer { state.waiter = nil }
-        if state.waiter != nil, state.closing != nil { state.finished = true }
-        return state.waiter
+    /// How many frames the queue has room for before it grows.
+    var room: Int {
+        state.withLockedValue { $0.frames.capacity }
     }
 }

@@ -9,7 +9,11 @@ import ScrollbackStore
 /// client's frames in order and answers them, while the socket's writer
 /// drains its queue and a timer on its event loop closes it when its token
 /// expires (`StreamSocket.watchAuthentication`).
-struct StreamSession {
+///
+/// A class, one for the server: the structs it holds are large, and a
+/// struct would be copied into the frame of every call on a socket's task
+/// (see `run`).
+final class StreamSession: Sendable {
     let live: LiveDelivery
     let tokens: TokenAuthority
     let store: ScrollbackStore
@@ -17,63 +21,100 @@ struct StreamSession {
     let commands: MemberCommands
     let logger: Logger
 
+    init(
+        live: LiveDelivery, tokens: TokenAuthority, store: ScrollbackStore, limiter: RateLimiter,
+        commands: MemberCommands, logger: Logger
+    ) {
+        self.live = live
+        self.tokens = tokens
+        self.store = store
+        self.limiter = limiter
+        self.commands = commands
+        self.logger = logger
+    }
+
     private static let decoder = ScrollbackJSON.decoder()
 
     /// Runs the socket until either side closes it. Errors of the inbound
     /// stream (a frame too large, invalid UTF-8) are rethrown, so the
     /// framework closes with their code.
+    ///
+    /// The socket's task lives as long as the socket, and a task keeps the
+    /// memory its deepest call took until it ends (the runtime's task
+    /// allocator keeps its slabs). So this task only waits for frames: what
+    /// goes deeper (admission, a token's verification, each frame's answer,
+    /// a subscribe's catch-up read from the database) runs in a child task
+    /// that gives its memory back when done (`inChildTask`), and the
+    /// socket's pings and token watch are timers on its event loop. Every
+    /// idle socket would otherwise keep that memory for as long as it stays
+    /// open (BENCHMARKS.md, "What limits memory per idle socket").
     func run(
         inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, channel: any Channel,
         authorization: String?
     ) async throws {
         let socket = StreamSocket(
             channel: channel, outbound: outbound, counters: live.counters, limits: live.options.queueLimits)
+        StreamChannelHandler.install(on: channel, for: socket, pingInterval: live.options.pingInterval)
+        guard await inChildTask({ await self.open(socket, outbound: outbound, authorization: authorization) })
+        else { return }
+        socket.watchAuthentication(within: APILimits.streamAuthSeconds)
+        defer { socket.stopWatch() }
+        let ended = await serve(socket, inbound: inbound)
+        await inChildTask {
+            await self.live.hub.disconnect(socket)
+            if let user = socket.user { self.live.presence.disconnected(user) }
+        }
+        try ended.get()
+    }
+
+    /// Reads the client's frames and answers them one at a time, until the
+    /// client closes or the inbound stream fails; the socket's writer runs
+    /// on its event loop meanwhile (`StreamSocket.drain`).
+    @inline(never)
+    private func serve(_ socket: StreamSocket, inbound: WebSocketInboundStream) async -> Result<Void, any Error> {
+        defer { socket.queue.finish() }
+        do {
+            for try await message in inbound.messages(maxSize: APILimits.maxStreamFrameBytes) {
+                guard socket.beginHandling() else { continue }
+                await inChildTask { await self.handle(message, on: socket) }
+                socket.endHandling()
+            }
+            return .success(())
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    /// Admits the socket into the hub (or closes it when the instance is
+    /// full or shutting down) and verifies a token given in the upgrade's
+    /// `Authorization` header; false when the socket was closed.
+    private func open(_ socket: StreamSocket, outbound: WebSocketOutboundWriter, authorization: String?) async -> Bool {
         switch await live.hub.connect(socket, limit: live.options.maxSockets) {
         case .accepted:
             break
         case .shuttingDown:
             try? await outbound.close(.goingAway, reason: "server shutting down")
-            return
+            return false
         case .full:
             live.counters.refusedOverCapacity()
             try? await outbound.close(
                 .unknown(UInt16(StreamCloseCode.tryAgainLater)), reason: "too many sockets: retry later")
-            return
+            return false
         }
         if let authorization {
             await authenticate(socket, token: { try TokenAuthority.bearerToken(authorization) })
         }
-        socket.watchAuthentication(within: APILimits.streamAuthSeconds)
-        defer { socket.stopWatch() }
-        let ended: Result<Void, any Error> = await withTaskGroup(of: Void.self) { group in
-            group.addTask { await socket.runWriter() }
-            defer {
-                // The writer waits on the queue, which ignores cancellation.
-                socket.queue.finish()
-                group.cancelAll()
-            }
-            do {
-                for try await message in inbound.messages(maxSize: APILimits.maxStreamFrameBytes) {
-                    guard socket.beginHandling() else { continue }
-                    // In a child task, one frame at a time: a task keeps the
-                    // memory its deepest call took until it ends (the
-                    // runtime's task allocator keeps its slabs), and a
-                    // subscribe goes deep (its catch-up read from the
-                    // database). Handled here, every idle socket kept that
-                    // memory for as long as it stayed open (BENCHMARKS.md).
-                    await withTaskGroup(of: Void.self) { frames in
-                        frames.addTask { await self.handle(message, on: socket) }
-                    }
-                    socket.endHandling()
-                }
-                return .success(())
-            } catch {
-                return .failure(error)
-            }
+        return true
+    }
+
+    /// Runs `work` in a child task and waits for it, so that the memory it
+    /// takes is given back when it ends (see `run`).
+    @inline(never)
+    private func inChildTask<Value: Sendable>(_ work: @escaping @Sendable () async -> Value) async -> Value {
+        await withTaskGroup(of: Value.self) { group in
+            group.addTask(operation: work)
+            return await group.next()!
         }
-        await live.hub.disconnect(socket)
-        if let user = socket.user { live.presence.disconnected(user) }
-        try ended.get()
     }
 
     /// Verifies a token for the socket; the first one decides whose socket

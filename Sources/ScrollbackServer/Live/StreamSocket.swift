@@ -9,7 +9,7 @@ import ScrollbackModels
 /// One live-stream socket as the hub and the server see it: its bounded
 /// outbound queue, who it belongs to once authenticated, and how it is
 /// closed. What it is subscribed to is the hub's to know (`LiveRouting`).
-final class StreamSocket: Sendable {
+final class StreamSocket: Sendable, NIOScheduledCallbackHandler {
     let id: Int
     let queue: OutboundQueue
     private let channel: any Channel
@@ -26,8 +26,10 @@ final class StreamSocket: Sendable {
         var shutdownGrace: Duration = .seconds(5)
         var closing = false
         /// The next check of the socket's authentication, on its event loop.
-        var watch: Scheduled<Void>?
+        var watch: NIOScheduledCallback?
         var watchStopped = false
+        /// The time given for the first `auth` frame.
+        var authSeconds = 0
     }
 
     private static let ids = NIOLockedValueBox(0)
@@ -48,7 +50,7 @@ final class StreamSocket: Sendable {
     /// Queues a frame without waiting; a client that has fallen too far
     /// behind is closed instead (`tooSlow`).
     func send(_ frame: ServerFrameBytes) {
-        if queue.push(frame.buffer) == .tooSlow {
+        if queue.push(frame.buffer, wake: wakeWriter) == .tooSlow {
             counters.closedTooSlow()
             close(code: StreamCloseCode.tooSlow, reason: "too slow: resume from your last seq")
         }
@@ -58,23 +60,58 @@ final class StreamSocket: Sendable {
         send(ServerFrameBytes(frame))
     }
 
-    /// Writes queued frames to the socket at the pace the client reads,
-    /// until the queue ends; a close at the end of the queue is sent in order.
-    func runWriter() async {
-        while let item = await queue.next() {
-            switch item {
+    // MARK: The writer
+
+    /// Asks the socket's event loop to write what its queue holds.
+    private func wakeWriter() {
+        channel.eventLoop.execute { self.drain() }
+    }
+
+    /// The socket's writer, on its event loop (not a task: an idle socket
+    /// holds no writer at all): writes the queued frames while the
+    /// connection takes more bytes, and stops when it takes no more for now
+    /// (the client reads slower than frames come), to go on when it does
+    /// (`channelWritable`). A close at the end of the queue is sent in
+    /// order, through the WebSocket handler, which then waits for the
+    /// client's close.
+    ///
+    /// Frames are written to the channel directly, past the WebSocket
+    /// handler's own writer: no extension (compression) is configured that
+    /// it would apply.
+    private func drain() {
+        var unflushed = 0
+        defer { if unflushed > 0 { channel.flush() } }
+        while channel.isWritable {
+            switch queue.take() {
+            case nil:
+                return
             case .frame(let buffer):
-                do {
-                    try await outbound.write(.custom(WebSocketFrame(fin: true, opcode: .text, data: buffer)))
-                } catch {
-                    queue.finish()
-                    return
+                channel.write(WebSocketFrame(fin: true, opcode: .text, data: buffer), promise: nil)
+                unflushed += 1
+                if unflushed == Self.framesPerFlush {
+                    channel.flush()
+                    unflushed = 0
                 }
             case .close(let code, let reason):
-                try? await outbound.close(WebSocketErrorCode(codeNumber: code), reason: reason)
+                if unflushed > 0 { channel.flush() }
+                unflushed = 0
+                let outbound = self.outbound
+                Task { try? await outbound.close(WebSocketErrorCode(codeNumber: code), reason: reason) }
                 return
             }
         }
+    }
+
+    /// The channel keeps every write until a flush hands it to the socket,
+    /// and its list of pending writes keeps the room it ever grew to (two
+    /// entries a frame): a flush every few frames keeps that list at its
+    /// initial size when the client reads, instead of the size of the
+    /// largest burst, for as long as the socket stays open.
+    static let framesPerFlush = 4
+
+    /// The connection takes bytes again: the writer goes on, if it stopped.
+    func channelWritable() {
+        drain()
     }
 
     /// Closes the socket: the frames already queued, then a close frame with
@@ -87,7 +124,7 @@ final class StreamSocket: Sendable {
             return !state.closing
         }
         guard first else { return }
-        queue.close(code: code, reason: reason, draining: true)
+        queue.close(code: code, reason: reason, draining: true, wake: wakeWriter)
         let channel = self.channel
         channel.eventLoop.scheduleTask(in: TimeAmount(grace)) { channel.close(promise: nil) }
     }
@@ -96,16 +133,13 @@ final class StreamSocket: Sendable {
 
     /// Closes the socket when no `auth` frame came within `seconds`, and
     /// later when its token expires (a fresh token moves the expiry on).
-    /// A check scheduled on the socket's event loop, not a task: an idle
-    /// socket holds one timer instead of a task and its stack.
+    /// A callback scheduled on the socket's event loop, not a task: an idle
+    /// socket holds one entry in its event loop's timers instead of a task
+    /// and its stack (and the socket is that entry's handler, so it costs
+    /// no allocation of its own).
     func watchAuthentication(within seconds: Int) {
-        schedule(in: .seconds(Int64(seconds))) { socket in
-            guard socket.user != nil else {
-                socket.close(code: 1008, reason: "send an auth frame within \(seconds) seconds")
-                return
-            }
-            socket.checkExpiry()
-        }
+        state.withLockedValue { $0.authSeconds = seconds }
+        schedule(in: .seconds(Int64(seconds)))
     }
 
     /// Ends the watch (the socket closed).
@@ -117,6 +151,19 @@ final class StreamSocket: Sendable {
         }?.cancel()
     }
 
+    func handleScheduledCallback(eventLoop: some EventLoop) {
+        let (stopped, seconds) = state.withLockedValue { state in
+            defer { state.watch = nil }
+            return (state.watchStopped || state.closing, state.authSeconds)
+        }
+        guard !stopped else { return }
+        guard user != nil else {
+            close(code: 1008, reason: "send an auth frame within \(seconds) seconds")
+            return
+        }
+        checkExpiry()
+    }
+
     private func checkExpiry() {
         guard let expires else { return }
         let left = expires.timeIntervalSinceNow
@@ -125,14 +172,11 @@ final class StreamSocket: Sendable {
             close(code: StreamCloseCode.unauthorized, reason: "token expired")
             return
         }
-        schedule(in: .milliseconds(Int64(min(left, 3600) * 1000) + 1)) { $0.checkExpiry() }
+        schedule(in: .milliseconds(Int64(min(left, 3600) * 1000) + 1))
     }
 
-    private func schedule(in delay: TimeAmount, _ check: @escaping @Sendable (StreamSocket) -> Void) {
-        let scheduled = channel.eventLoop.scheduleTask(in: delay) { [weak self] in
-            guard let self, !self.state.withLockedValue({ $0.watchStopped || $0.closing }) else { return }
-            check(self)
-        }
+    private func schedule(in delay: TimeAmount) {
+        guard let scheduled = try? channel.eventLoop.scheduleCallback(in: delay, handler: self) else { return }
         let stopped = state.withLockedValue { state in
             if !state.watchStopped { state.watch = scheduled }
             return state.watchStopped
