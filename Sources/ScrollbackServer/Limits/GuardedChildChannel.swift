@@ -8,8 +8,7 @@ import ScrollbackModels
 
 /// The server's child channel with the connection cap and the slow-client
 /// guard in front of it: a connection over the cap gets a 503 and is
-/// closed; any other gets a ``SlowClientGuard`` first in its pipeline, and a
-/// smaller first receive buffer (``receiveBuffer``).
+/// closed; any other gets a ``SlowClientGuard`` first in its pipeline.
 struct GuardedChildChannel<Base: ServerChildChannel>: ServerChildChannel {
     struct Value: ServerChildChannelValue {
         let channel: any Channel
@@ -39,7 +38,6 @@ struct GuardedChildChannel<Base: ServerChildChannel>: ServerChildChannel {
         }
         channel.closeFuture.whenComplete { [gate] _ in gate.leave() }
         return channel.eventLoop.makeCompletedFuture {
-            try channel.syncOptions?.setOption(ChannelOptions.recvAllocator, value: Self.receiveBuffer)
             try channel.pipeline.syncOperations.addHandler(
                 SlowClientGuard(
                     limits: limits.timer, maxBodyBytes: limits.maxBodyBytes, maxUploadBytes: maxUploadBytes,
@@ -49,17 +47,6 @@ struct GuardedChildChannel<Base: ServerChildChannel>: ServerChildChannel {
         }.flatMap {
             base.setup(channel: channel, logger: logger)
         }.map { Value(channel: channel, base: $0) }
-    }
-
-    /// Each connection keeps its receive buffer for as long as it is open
-    /// (swift-nio pools it for the next read), at the size the buffer last
-    /// grew to. Requests and live-stream frames are mostly well under 1 KiB,
-    /// so it starts there rather than at swift-nio's 2 KiB, and doubles
-    /// after each read that fills it (up to 64 KiB, as swift-nio's): an idle
-    /// socket keeps 1 KiB less (BENCHMARKS.md, "What limits memory per idle
-    /// socket").
-    static var receiveBuffer: AdaptiveRecvByteBufferAllocator {
-        AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 1024, maximum: 65536)
     }
 
     func handle(value: Value, logger: Logger) async {
