@@ -28,12 +28,11 @@ struct StreamController {
                 if let channel = context.channel { SlowClientGuard.exempt(channel) }
                 return .upgrade([:])
             },
-            onUpgrade: { [session] inbound, outbound, context in
+            onUpgrade: { [session] inbound, _, context in
                 context.requestContext.upgradeStarted()
                 guard let channel = context.requestContext.channel else { return }  // already gone
-                try await session.run(
-                    inbound: inbound, outbound: outbound, channel: channel,
-                    authorization: context.request.headers[.authorization])
+                await session.run(
+                    inbound: inbound, channel: channel, authorization: context.request.headers[.authorization])
             })
         return router
     }

@@ -2,13 +2,14 @@ import Foundation
 import HummingbirdWebSocket
 import Logging
 import NIOCore
+import NIOWebSocket
 import ScrollbackModels
 import ScrollbackStore
 
-/// One live-stream connection from authentication to close: reads the
-/// client's frames in order and answers them, while the socket's writer
-/// drains its queue and a timer on its event loop closes it when its token
-/// expires (`StreamSocket.watchAuthentication`).
+/// One live-stream connection from authentication to close: answers the
+/// client's messages in order as its channel handler reads them, while the
+/// socket's writer drains its queue and a timer on its event loop closes it
+/// when its token expires (`StreamSocket.watchAuthentication`).
 ///
 /// A class, one for the server: the structs it holds are large, and a
 /// struct would be copied into the frame of every call on a socket's task
@@ -35,70 +36,94 @@ final class StreamSession: Sendable {
 
     private static let decoder = ScrollbackJSON.decoder()
 
-    /// Runs the socket until either side closes it. Errors of the inbound
-    /// stream (a frame too large, invalid UTF-8) are rethrown, so the
-    /// framework closes with their code.
+    /// Runs the socket until its connection closes.
     ///
     /// The socket's task lives as long as the socket, and a task keeps the
     /// memory its deepest call took until it ends (the runtime's task
-    /// allocator keeps its slabs). So this task only waits for frames: what
-    /// goes deeper (admission, a token's verification, each frame's answer,
-    /// a subscribe's catch-up read from the database) runs in a child task
-    /// that gives its memory back when done (`inChildTask`), and the
-    /// socket's pings and token watch are timers on its event loop. Every
-    /// idle socket would otherwise keep that memory for as long as it stays
-    /// open (BENCHMARKS.md, "What limits memory per idle socket").
-    func run(
-        inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, channel: any Channel,
-        authorization: String?
-    ) async throws {
-        let socket = StreamSocket(
-            channel: channel, outbound: outbound, counters: live.counters, limits: live.options.queueLimits)
-        StreamChannelHandler.install(on: channel, for: socket, pingInterval: live.options.pingInterval)
-        guard await inChildTask({ await self.open(socket, outbound: outbound, authorization: authorization) })
-        else { return }
-        socket.watchAuthentication(within: APILimits.streamAuthSeconds)
-        defer { socket.stopWatch() }
-        let ended = await serve(socket, inbound: inbound)
-        await inChildTask {
-            await self.live.hub.disconnect(socket)
-            if let user = socket.user { self.live.presence.disconnected(user) }
+    /// allocator keeps its slabs). So this task only waits for the
+    /// connection's end: the socket's frames are read by its channel
+    /// handler on its event loop (`StreamChannelHandler`) and answered by a
+    /// task that exists while any wait (`answer`); what goes deeper here
+    /// (the hand-over from the framework's inbound stream, admission, a
+    /// token's verification, the disconnect) runs in a child task that
+    /// gives its memory back when done (`inChildTask`); and the socket's
+    /// pings and token watch are timers on its event loop. Every idle socket
+    /// would otherwise keep that memory for as long as it stays open
+    /// (BENCHMARKS.md, "What limits memory per idle socket").
+    func run(inbound: WebSocketInboundStream, channel: any Channel, authorization: String?) async {
+        let socket = StreamSocket(channel: channel, counters: live.counters, limits: live.options.queueLimits)
+        // Without its handler in place the socket is closed (the client
+        // closed first, or the connection is no live stream): the framework
+        // ends the connection.
+        guard await inChildTask({ await self.attach(socket, channel: channel, inbound: inbound) }) else { return }
+        let admitted = await inChildTask { await self.open(socket, authorization: authorization) }
+        if admitted {
+            socket.watchAuthentication(within: APILimits.streamAuthSeconds)
+            socket.startAnswering(by: self)
         }
-        try ended.get()
+        try? await channel.closeFuture.get()
+        socket.stopWatch()
+        await socket.answeredAll()
+        if admitted {
+            await inChildTask {
+                await self.live.hub.disconnect(socket)
+                if let user = socket.user { self.live.presence.disconnected(user) }
+            }
+        }
     }
 
-    /// Reads the client's frames and answers them one at a time, until the
-    /// client closes or the inbound stream fails; the socket's writer runs
-    /// on its event loop meanwhile (`StreamSocket.drain`).
+    /// Puts the socket's channel handler in place and hands it the frames
+    /// the framework read before it was (from `inbound`, up to the
+    /// handler's marker); false when the connection ended before.
     @inline(never)
-    private func serve(_ socket: StreamSocket, inbound: WebSocketInboundStream) async -> Result<Void, any Error> {
-        defer { socket.queue.finish() }
+    private func attach(_ socket: StreamSocket, channel: any Channel, inbound: WebSocketInboundStream) async -> Bool {
+        guard let handler = try? await StreamChannelHandler.install(
+            on: channel, for: socket, pingInterval: live.options.pingInterval
+        ).get() else { return false }
+        var earlier: [WebSocketFrame] = []
         do {
-            for try await message in inbound.messages(maxSize: APILimits.maxStreamFrameBytes) {
-                guard socket.beginHandling() else { continue }
-                await inChildTask { await self.handle(message, on: socket) }
-                socket.endHandling()
+            for try await frame in inbound {
+                guard frame.opcode == .binary, frame.fin, frame.data == StreamChannelHandler.marker else {
+                    let opcode: WebSocketOpcode =
+                        switch frame.opcode {
+                        case .text: .text
+                        case .binary: .binary
+                        case .continuation: .continuation
+                        }
+                    earlier.append(WebSocketFrame(fin: frame.fin, opcode: opcode, data: frame.data))
+                    continue
+                }
+                let frames = earlier
+                try await channel.eventLoop.submit { handler.value.takeOver(frames) }.get()
+                return true
             }
-            return .success(())
-        } catch {
-            return .failure(error)
+        } catch {}
+        return false
+    }
+
+    /// Answers the socket's messages one at a time, in order, until none
+    /// waits; the socket starts it when one comes (`StreamSocket.received`).
+    func answer(_ socket: StreamSocket) async {
+        while let message = socket.nextReceived() {
+            guard socket.beginHandling() else { continue }
+            await handle(message, on: socket)
+            socket.endHandling()
         }
     }
 
     /// Admits the socket into the hub (or closes it when the instance is
     /// full or shutting down) and verifies a token given in the upgrade's
     /// `Authorization` header; false when the socket was closed.
-    private func open(_ socket: StreamSocket, outbound: WebSocketOutboundWriter, authorization: String?) async -> Bool {
+    private func open(_ socket: StreamSocket, authorization: String?) async -> Bool {
         switch await live.hub.connect(socket, limit: live.options.maxSockets) {
         case .accepted:
             break
         case .shuttingDown:
-            try? await outbound.close(.goingAway, reason: "server shutting down")
+            socket.close(code: 1001, reason: "server shutting down")
             return false
         case .full:
             live.counters.refusedOverCapacity()
-            try? await outbound.close(
-                .unknown(UInt16(StreamCloseCode.tryAgainLater)), reason: "too many sockets: retry later")
+            socket.close(code: StreamCloseCode.tryAgainLater, reason: "too many sockets: retry later")
             return false
         }
         if let authorization {

@@ -7,13 +7,12 @@ import NIOWebSocket
 import ScrollbackModels
 
 /// One live-stream socket as the hub and the server see it: its bounded
-/// outbound queue, who it belongs to once authenticated, and how it is
-/// closed. What it is subscribed to is the hub's to know (`LiveRouting`).
+/// outbound queue, the client's messages waiting for their answer, who it
+/// belongs to once authenticated, and how it is closed. What it is subscribed to is the hub's to know (`LiveRouting`).
 final class StreamSocket: Sendable, NIOScheduledCallbackHandler {
     let id: Int
     let queue: OutboundQueue
     private let channel: any Channel
-    private let outbound: WebSocketOutboundWriter
     private let counters: LiveCounters
     private let state = NIOLockedValueBox(State())
 
@@ -30,18 +29,25 @@ final class StreamSocket: Sendable, NIOScheduledCallbackHandler {
         var watchStopped = false
         /// The time given for the first `auth` frame.
         var authSeconds = 0
+        /// The client's messages waiting for their answer, in order.
+        var received: [WebSocketMessage] = []
+        /// Who answers them, once the socket is admitted.
+        var answerer: StreamSession?
+        /// A task answers them now.
+        var answering = false
+        /// Someone waits for the last answer (`answeredAll`).
+        var answered: CheckedContinuation<Void, Never>?
     }
 
     private static let ids = NIOLockedValueBox(0)
 
-    init(channel: any Channel, outbound: WebSocketOutboundWriter, counters: LiveCounters, limits: OutboundQueue.Limits) {
+    init(channel: any Channel, counters: LiveCounters, limits: OutboundQueue.Limits) {
         id = Self.ids.withLockedValue {
             $0 += 1
             return $0
         }
         queue = OutboundQueue(limits: limits)
         self.channel = channel
-        self.outbound = outbound
         self.counters = counters
     }
 
@@ -72,8 +78,8 @@ final class StreamSocket: Sendable, NIOScheduledCallbackHandler {
     /// connection takes more bytes, and stops when it takes no more for now
     /// (the client reads slower than frames come), to go on when it does
     /// (`channelWritable`). A close at the end of the queue is sent in
-    /// order, through the WebSocket handler, which then waits for the
-    /// client's close.
+    /// order; the channel handler then waits for the client's close
+    /// (`StreamChannelHandler`).
     ///
     /// Frames are written to the channel directly, past the WebSocket
     /// handler's own writer: no extension (compression) is configured that
@@ -93,10 +99,11 @@ final class StreamSocket: Sendable, NIOScheduledCallbackHandler {
                     unflushed = 0
                 }
             case .close(let code, let reason):
-                if unflushed > 0 { channel.flush() }
+                var data = channel.allocator.buffer(capacity: 2 + reason.utf8.count)
+                data.write(webSocketErrorCode: WebSocketErrorCode(codeNumber: code))
+                data.writeString(reason)
+                channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .connectionClose, data: data), promise: nil)
                 unflushed = 0
-                let outbound = self.outbound
-                Task { try? await outbound.close(WebSocketErrorCode(codeNumber: code), reason: reason) }
                 return
             }
         }
@@ -182,6 +189,72 @@ final class StreamSocket: Sendable, NIOScheduledCallbackHandler {
             return state.watchStopped
         }
         if stopped { scheduled.cancel() }
+    }
+
+    // MARK: The client's messages
+
+    /// At most this many of the client's messages wait for their answer;
+    /// the channel reads no more from the connection until one is taken.
+    static let maxReceived = 16
+
+    /// Takes a message from the client (from the channel handler, in
+    /// order), and starts a task to answer it if none runs and the socket
+    /// was admitted. False when `maxReceived` messages wait.
+    func received(_ message: WebSocketMessage) -> Bool {
+        let (answerer, room) = state.withLockedValue { state in
+            state.received.append(message)
+            let start = !state.answering && state.answerer != nil
+            if start { state.answering = true }
+            return (start ? state.answerer : nil, state.received.count < Self.maxReceived)
+        }
+        if let answerer { Task { await answerer.answer(self) } }
+        return room
+    }
+
+    /// The socket was admitted: `session` answers its messages from now on,
+    /// those that came already first.
+    func startAnswering(by session: StreamSession) {
+        let start = state.withLockedValue { state in
+            state.answerer = session
+            guard !state.answering, !state.received.isEmpty else { return false }
+            state.answering = true
+            return true
+        }
+        if start { Task { await session.answer(self) } }
+    }
+
+    /// The next message to answer, for the task that answers them; nil when
+    /// none waits, and that task ends.
+    func nextReceived() -> WebSocketMessage? {
+        let (message, resume, waiter) = state.withLockedValue { state -> (WebSocketMessage?, Bool, CheckedContinuation<Void, Never>?) in
+            guard !state.received.isEmpty else {
+                state.answering = false
+                defer { state.answered = nil }
+                return (nil, false, state.answered)
+            }
+            return (state.received.removeFirst(), state.received.count == Self.maxReceived - 1, nil)
+        }
+        waiter?.resume()
+        if resume {
+            let channel = self.channel
+            channel.eventLoop.execute {
+                (try? channel.pipeline.syncOperations.handler(type: StreamChannelHandler.self))?.resumeReading()
+            }
+        }
+        return message
+    }
+
+    /// Returns once every message that came is answered (after the
+    /// connection closed: none comes any more).
+    func answeredAll() async {
+        await withCheckedContinuation { continuation in
+            let wait = state.withLockedValue { state in
+                if state.answering { state.answered = continuation }
+                return state.answering
+            }
+            if !wait { continuation.resume() }
+        }
+        state.withLockedValue { $0.answerer = nil }
     }
 
     // MARK: State
