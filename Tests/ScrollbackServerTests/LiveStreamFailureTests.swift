@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NIOCore
 import NIOWebSocket
 import ScrollbackModels
 @testable import ScrollbackServer
@@ -84,6 +85,40 @@ import Testing
             try await cluster.subscribe(client, to: id)
             try await cluster.send(1, to: id, as: "alice")
             #expect(try await client.messages(1).map(\.seq) == [1])
+        }
+    }
+
+    /// Frames that come in the same write as the upgrade request are read
+    /// by the framework before the socket's channel handler is in place:
+    /// they are handed over and answered in order, like any after them.
+    @Test func framesSentWithTheUpgradeAreAnsweredInOrder() async throws {
+        try await LiveCluster.run { cluster in
+            let port = cluster.instances[0].port
+            let token = try await cluster.token("alice")
+            for _ in 0..<5 {
+                let connection = try await RawConnection.open(port: port)
+                try await connection.send(
+                    bytes: RawStreamConnection.upgradeRequest(port: port)
+                        + RawStreamConnection.clientFrame(.text, #"{"type":"auth","token":""# + token + #""}"#)
+                        + RawStreamConnection.clientFrame(.text, #"{"type":"ping"}"#)
+                        + RawStreamConnection.clientFrame(.ping, "control")
+                        + RawStreamConnection.clientFrame(.text, #"{"type":"#, fin: false)
+                        + RawStreamConnection.clientFrame(.continuation, #""ping"}"#))
+                let deadline = ContinuousClock.now + .seconds(30)
+                var frames: [WebSocketFrame] = []
+                while frames.count < 3, ContinuousClock.now < deadline {
+                    try await Task.sleep(for: .milliseconds(20))
+                    frames = try RawStreamConnection.parse(connection.received).frames
+                }
+                // The control ping's pong may come before the answers.
+                #expect(frames.filter { $0.opcode == .pong }.map(\.data) == [ByteBuffer(string: "control")], "\(frames)")
+                var answers: [ServerFrame] = []
+                for frame in frames where frame.opcode == WebSocketOpcode.text {
+                    answers.append(try ScrollbackJSON.decoder().decode(ServerFrame.self, from: Data(frame.data.readableBytesView)))
+                }
+                #expect(answers == [.pong, .pong], "both pings answered: the auth frame was taken first")
+                await connection.close()
+            }
         }
     }
 

@@ -33,6 +33,11 @@ final class RawConnection: Sendable {
         try await channel.writeAndFlush(ByteBuffer(string: text))
     }
 
+    /// Sends `bytes` in one write; throws once the server has closed the connection.
+    func send(bytes: [UInt8]) async throws {
+        try await channel.writeAndFlush(ByteBuffer(bytes: bytes))
+    }
+
     /// Everything the server sent so far.
     var received: ByteBuffer { bytes.withLockedValue { $0 } }
     var receivedText: String { String(buffer: received) }

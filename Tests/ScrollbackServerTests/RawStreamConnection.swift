@@ -22,12 +22,7 @@ enum RawStreamConnection {
     /// sent until it closed the connection (throws after `timeout`).
     static func exchange(port: Int, headers: [(String, String)], timeout: Duration = .seconds(60)) async throws -> Reply {
         let connection = try await RawConnection.open(port: port)
-        let key = Data((0..<16).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
-        var request = "GET /v1/stream HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-        request += "Sec-WebSocket-Key: \(key)\r\nSec-WebSocket-Version: 13\r\n"
-        for (name, value) in headers { request += "\(name): \(value)\r\n" }
-        request += "\r\n"
-        try await connection.send(request)
+        try await connection.send(bytes: upgradeRequest(port: port, headers: headers))
         guard await connection.closed(within: timeout) else {
             await connection.close()
             throw RawStreamError.stillOpen(after: timeout)
@@ -35,7 +30,29 @@ enum RawStreamConnection {
         return try parse(connection.received)
     }
 
-    private static func parse(_ bytes: ByteBuffer) throws -> Reply {
+    /// The upgrade request to `/v1/stream`, as bytes.
+    static func upgradeRequest(port: Int, headers: [(String, String)] = []) -> [UInt8] {
+        let key = Data((0..<16).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
+        var request = "GET /v1/stream HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        request += "Sec-WebSocket-Key: \(key)\r\nSec-WebSocket-Version: 13\r\n"
+        for (name, value) in headers { request += "\(name): \(value)\r\n" }
+        request += "\r\n"
+        return Array(request.utf8)
+    }
+
+    /// A client frame as it goes on the wire: masked, with a random key.
+    static func clientFrame(_ opcode: WebSocketOpcode, _ text: String, fin: Bool = true) -> [UInt8] {
+        let payload = Array(text.utf8)
+        precondition(payload.count <= 0xFFFF)
+        let key = (0..<4).map { _ in UInt8.random(in: 0...255) }
+        let length: [UInt8] =
+            payload.count < 126
+            ? [0x80 | UInt8(payload.count)] : [0x80 | 126, UInt8(payload.count >> 8), UInt8(payload.count & 0xFF)]
+        return [(fin ? 0x80 : 0) | UInt8(webSocketOpcode: opcode)] + length + key
+            + payload.enumerated().map { $0.element ^ key[$0.offset % 4] }
+    }
+
+    static func parse(_ bytes: ByteBuffer) throws -> Reply {
         let all = Array(bytes.readableBytesView)
         let separator: [UInt8] = Array("\r\n\r\n".utf8)
         guard all.count >= separator.count,
