@@ -19,14 +19,20 @@ import Testing
     /// A channel with the handler in place and taken over, and its socket
     /// (admitted by nobody: its messages wait in it for the test to take).
     static func channel() throws -> (EmbeddedChannel, StreamSocket) {
+        let (channel, socket, handler) = try heldChannel()
+        handler.takeOver([])
+        return (channel, socket)
+    }
+
+    /// The same before the hand-over: the handler holds what comes.
+    static func heldChannel() throws -> (EmbeddedChannel, StreamSocket, StreamChannelHandler) {
         let channel = EmbeddedChannel()
         let socket = StreamSocket(
             channel: channel, counters: LiveCounters(slowConsumerCloses: Counter(label: "test")), limits: .init())
         let handler = StreamChannelHandler(socket: socket, pingInterval: interval, closeTimeout: closeTimeout)
         try channel.pipeline.syncOperations.addHandler(handler)
         try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
-        handler.takeOver([])
-        return (channel, socket)
+        return (channel, socket, handler)
     }
 
     static func text(_ string: String) -> WebSocketFrame {
@@ -125,12 +131,7 @@ import Testing
     /// The frames the framework read before the handler was in place come
     /// first, then those that came meanwhile, in order.
     @Test func theFrameworksFramesComeFirst() throws {
-        let channel = EmbeddedChannel()
-        let socket = StreamSocket(
-            channel: channel, counters: LiveCounters(slowConsumerCloses: Counter(label: "test")), limits: .init())
-        let handler = StreamChannelHandler(socket: socket, pingInterval: Self.interval)
-        try channel.pipeline.syncOperations.addHandler(handler)
-        try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
+        let (channel, socket, handler) = try Self.heldChannel()
         try channel.writeInbound(Self.frame(.continuation, "ree\"}"))
         try channel.writeInbound(Self.text("four"))
         #expect(Self.received(socket).isEmpty, "held until the hand-over")

@@ -51,7 +51,7 @@ public func buildApplication(
             // The pings are a timer on each socket's event loop
             // (`StreamChannelHandler`), not a task per socket.
             autoPing: .disabled,
-            closeTimeout: .seconds(5),
+            closeTimeout: StreamChannelHandler.closeTimeout,
             validateUTF8: true))
     let gate = ConnectionGate(limit: configuration.connections.maxConnections)
     let connections = configuration.connections

@@ -10,7 +10,7 @@ import ScrollbackModels
 ///
 /// - Frames in: it puts messages together from their fragments, checks
 ///   them as RFC 6455 asks (a protocol error closes with 1002, a message
-///   over `maxMessageBytes` with 1009, text that is not UTF-8 with 1007),
+///   over `APILimits.maxStreamFrameBytes` with 1009, text that is not UTF-8 with 1007),
 ///   answers pings and the client's close, and hands each message to the
 ///   socket (`StreamSocket.received`), which answers them in order in a
 ///   task that exists only while any wait. While too many wait, it reads
@@ -39,7 +39,6 @@ final class StreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandler,
 
     private let pingInterval: TimeAmount
     private let closeTimeout: TimeAmount
-    private let maxMessageBytes: Int
     private weak var socket: StreamSocket?
     /// Whether a frame came from the client since the last ping.
     private var heard = true
@@ -61,12 +60,22 @@ final class StreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandler,
     /// A read asked for while paused, done when reading resumes.
     private var readHeld = false
 
-    init(socket: StreamSocket?, pingInterval: TimeAmount, closeTimeout: TimeAmount = .seconds(5),
-         maxMessageBytes: Int = APILimits.maxStreamFrameBytes) {
+    init(socket: StreamSocket?, pingInterval: TimeAmount, closeTimeout: TimeAmount = TimeAmount(closeTimeout)) {
         self.socket = socket
         self.pingInterval = pingInterval
         self.closeTimeout = closeTimeout
-        self.maxMessageBytes = maxMessageBytes
+    }
+
+    /// How long the client has to answer a close frame before the
+    /// connection is cut (the framework's own close waits as long).
+    static let closeTimeout: Duration = .seconds(5)
+
+    /// A close frame with `code` and `reason`.
+    static func closeFrame(_ code: WebSocketErrorCode, reason: String, allocator: ByteBufferAllocator) -> WebSocketFrame {
+        var data = allocator.buffer(capacity: 2 + reason.utf8.count)
+        data.write(webSocketErrorCode: code)
+        data.writeString(reason)
+        return WebSocketFrame(fin: true, opcode: .connectionClose, data: data)
     }
 
     /// The data frame that follows the last frame the framework read before
@@ -181,14 +190,11 @@ final class StreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandler,
         guard !closeReceived, let context else { return }
         switch frame.opcode {
         case .connectionClose:
+            // Either the answer to a close already sent, or a close to
+            // answer: the handshake is over.
             closeReceived = true
-            if closeSent {
-                // The answer to the close already sent: the handshake is over.
-                context.close(promise: nil)
-            } else {
-                sendClose(Self.answer(toClose: frame.unmaskedData), context: context)
-                context.close(promise: nil)
-            }
+            sendClose(Self.answer(toClose: frame.unmaskedData), context: context)
+            context.close(promise: nil)
         case .ping:
             guard frame.fin else { return fail(.protocolError) }
             guard !closeSent else { return }
@@ -218,7 +224,7 @@ final class StreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandler,
         default:
             guard var message = partial else { return fail(.protocolError) }
             partial = nil
-            guard message.data.readableBytes + data.readableBytes <= maxMessageBytes else {
+            guard message.data.readableBytes + data.readableBytes <= APILimits.maxStreamFrameBytes else {
                 return fail(.messageTooLarge)
             }
             var data = data
@@ -271,13 +277,12 @@ final class StreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandler,
 
     // MARK: The close and the timer
 
+    /// Sends a close frame, unless one went out already.
     private func sendClose(_ code: WebSocketErrorCode, reason: String = "", context: ChannelHandlerContext) {
         guard !closeSent else { return }
-        var data = context.channel.allocator.buffer(capacity: 2 + reason.utf8.count)
-        data.write(webSocketErrorCode: code)
-        data.writeString(reason)
         closing(context)
-        context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .connectionClose, data: data)), promise: nil)
+        context.writeAndFlush(
+            wrapOutboundOut(Self.closeFrame(code, reason: reason, allocator: context.channel.allocator)), promise: nil)
     }
 
     /// A close frame goes out: the socket's queue takes nothing more, the

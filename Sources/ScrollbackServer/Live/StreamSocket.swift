@@ -8,7 +8,8 @@ import ScrollbackModels
 
 /// One live-stream socket as the hub and the server see it: its bounded
 /// outbound queue, the client's messages waiting for their answer, who it
-/// belongs to once authenticated, and how it is closed. What it is subscribed to is the hub's to know (`LiveRouting`).
+/// belongs to once authenticated, and how it is closed. What it is
+/// subscribed to is the hub's to know (`LiveRouting`).
 final class StreamSocket: Sendable, NIOScheduledCallbackHandler {
     let id: Int
     let queue: OutboundQueue
@@ -99,10 +100,10 @@ final class StreamSocket: Sendable, NIOScheduledCallbackHandler {
                     unflushed = 0
                 }
             case .close(let code, let reason):
-                var data = channel.allocator.buffer(capacity: 2 + reason.utf8.count)
-                data.write(webSocketErrorCode: WebSocketErrorCode(codeNumber: code))
-                data.writeString(reason)
-                channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .connectionClose, data: data), promise: nil)
+                channel.writeAndFlush(
+                    StreamChannelHandler.closeFrame(
+                        WebSocketErrorCode(codeNumber: code), reason: reason, allocator: channel.allocator),
+                    promise: nil)
                 unflushed = 0
                 return
             }
@@ -254,7 +255,6 @@ final class StreamSocket: Sendable, NIOScheduledCallbackHandler {
             }
             if !wait { continuation.resume() }
         }
-        state.withLockedValue { $0.answerer = nil }
     }
 
     // MARK: State
