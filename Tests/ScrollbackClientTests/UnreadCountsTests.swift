@@ -6,7 +6,7 @@ import Testing
 
 /// The badge over every conversation, loaded or not: `GET /v1/unread`, and
 /// the inbox's total before its list is all loaded.
-@Suite(.serialized) struct UnreadCountsTests {
+@Suite(.serialized, .slotsAhead) struct UnreadCountsTests {
     @Test func theBadgeCountsConversationsNotLoadedYetAndFollowsChangesToThem() async throws {
         try await LiveCluster.run(instances: 2) { cluster in
             let alice = ConversationFeedTests.client(cluster, "alice", baseURL: cluster.instances[0].baseURL)

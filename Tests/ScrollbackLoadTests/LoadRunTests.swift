@@ -8,7 +8,7 @@ import Testing
 /// The load test itself, run against two real instances: a clean run
 /// passes its check, and a run whose deliveries are broken fails it, naming
 /// the conversation and the seq.
-@Suite(.serialized) struct LoadRunTests {
+@Suite(.serialized, .slotsAhead) struct LoadRunTests {
     static let settings = ScenarioSettings(
         seconds: 3, users: 6, conversations: 2, members: 3, rate: 4, subscribers: 6, readers: 1, serverPIDs: [],
         disruptCommand: nil)

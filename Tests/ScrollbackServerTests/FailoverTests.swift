@@ -9,7 +9,7 @@ import Testing
 
 /// A primary that dies, and a standby promoted in its place, behind a
 /// `DATABASE_URL` that names both (`postgres://primary,standby/db`).
-@Suite(.serialized) struct FailoverTests {
+@Suite(.serialized, .slotsAhead) struct FailoverTests {
     /// A standby listed first: nothing runs on it, the migrations
     /// included (they would fail there, read-only); the store finds the
     /// server that takes writes before its first statement.

@@ -13,7 +13,7 @@ import Testing
 /// never gets a page older than what they wrote or what they say they
 /// have seen, whatever the standby has replayed, and a standby that dies
 /// costs no read.
-@Suite(.serialized) struct ReplicaTests {
+@Suite(.serialized, .slotsAhead) struct ReplicaTests {
     /// The instances' stores read from the standby, polled every 20 ms; the
     /// lag allowed is long, so a standby with replay paused stays in the
     /// rotation (what it does not hold is found by routing alone); no page

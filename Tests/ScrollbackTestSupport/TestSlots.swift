@@ -26,6 +26,10 @@ public enum TestSlots {
     /// Whether the current task already holds a slot (a nested call takes none).
     @TaskLocal static var held = false
 
+    /// Whether the current test takes its slots ahead of the tests waiting
+    /// without it (`SlotsAhead`).
+    @TaskLocal static var ahead = false
+
     /// Runs `body` holding a slot.
     public static func withSlot<T: Sendable>(_ body: () async throws -> T) async throws -> T {
         try await withSlots(1, body)
@@ -53,7 +57,7 @@ public enum TestSlots {
                     Data("TestSlots: \(name) has waited \(waited) minutes for \(weight) slot(s); held by: \(holders)\n".utf8))
             }
         }
-        let ticket = await gate.enter(weight: weight, name: name)
+        let ticket = await gate.enter(weight: weight, name: name, ahead: ahead)
         report.cancel()
         do {
             let result = try await $held.withValue(true) { try await body() }
@@ -66,8 +70,33 @@ public enum TestSlots {
     }
 }
 
+/// The tests of a serialized suite take their slots ahead of every test
+/// that waits without this trait: `@Suite(.serialized, .slotsAhead)`.
+///
+/// A serialized suite is a chain: each of its tests asks for a slot once the
+/// one before it has ended. At the back of the queue each of them waited for
+/// most of the tests of the run, so the chain ran alone at the end, one test
+/// at a time, with the machine nearly idle (`LiveStreamFailureTests`' last
+/// 13 tests made the last 95 s of a 270-second run). Ahead, a chain runs
+/// beside the other tests from the start, and the run ends with them.
+public struct SlotsAhead: SuiteTrait, TestTrait, TestScoping {
+    public var isRecursive: Bool { true }
+
+    public func provideScope(
+        for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void
+    ) async throws {
+        try await TestSlots.$ahead.withValue(true) { try await function() }
+    }
+}
+
+extension Trait where Self == SlotsAhead {
+    /// See `SlotsAhead`.
+    public static var slotsAhead: Self { Self() }
+}
+
 /// A counting semaphore whose waiters enter in the order they came, each
-/// taking one place or (`weight`) several.
+/// taking one place or (`weight`) several; a waiter `ahead` goes before
+/// every waiter that is not.
 actor SlotGate {
     struct Ticket: Sendable {
         var id: Int
@@ -78,19 +107,20 @@ actor SlotGate {
     private var inside = 0
     private var nextID = 0
     private var holding: [Int: (name: String, weight: Int, since: ContinuousClock.Instant)] = [:]
-    private var waiting: [(ticket: Ticket, name: String, continuation: CheckedContinuation<Void, Never>)] = []
+    private var waiting: [(ticket: Ticket, name: String, ahead: Bool, continuation: CheckedContinuation<Void, Never>)] = []
 
     init(width: Int) {
         self.width = width
     }
 
-    func enter(weight: Int = 1, name: String = "") async -> Ticket {
+    func enter(weight: Int = 1, name: String = "", ahead: Bool = false) async -> Ticket {
         nextID += 1
         let ticket = Ticket(id: nextID, weight: min(weight, width))
-        if waiting.isEmpty && inside + ticket.weight <= width {
+        let place = ahead ? (waiting.firstIndex { !$0.ahead } ?? waiting.endIndex) : waiting.endIndex
+        if place == 0 && inside + ticket.weight <= width {
             admit(ticket, name: name)
         } else {
-            await withCheckedContinuation { waiting.append((ticket, name, $0)) }
+            await withCheckedContinuation { waiting.insert((ticket, name, ahead, $0), at: place) }
         }
         return ticket
     }
@@ -110,6 +140,9 @@ actor SlotGate {
         inside += ticket.weight
         holding[ticket.id] = (name, ticket.weight, .now)
     }
+
+    /// How many wait for their slots.
+    var waitingCount: Int { waiting.count }
 
     /// Who holds slots now, and for how long.
     var holders: String {
