@@ -483,12 +483,12 @@ import Testing
 /// `describe` says when it never does.
 func until(
     _ what: String, timeout: Duration = .seconds(60), every interval: Duration = .milliseconds(20),
-    _ condition: () async throws -> Bool, describe: () -> String = { "" }
+    _ condition: () async throws -> Bool, describe: () async -> String = { "" }
 ) async throws {
     let deadline = ContinuousClock.now + timeout
     while try await !condition() {
         guard ContinuousClock.now < deadline else {
-            Issue.record("timed out waiting for \(what). \(describe())")
+            Issue.record("timed out waiting for \(what). \(await describe())")
             throw CancellationError()
         }
         try await Task.sleep(for: interval)

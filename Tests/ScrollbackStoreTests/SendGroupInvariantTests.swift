@@ -39,21 +39,22 @@ import Testing
     }
 
     @Test func fiveHundredSendersWithReplaysRemovalsAndACrashMidGroupKeepEveryInvariant() async throws {
-        // Alone among the tests that hold slots: its load would delay their servers past their deadlines.
-        try await TestSlots.alone { try await Self.run() }
-    }
-
-    static func run() async throws {
         var logger = Logger(label: "scrollback.tests.send-group-invariants")
         logger.logLevel = .critical
         let cluster = EmbeddedPostgres(
             stateDirectory: ".scrollback", clusterName: "test-send-groups-postgres",
             // Durable: a crash must not lose what was answered as committed.
             options: .init(durable: true, maxConnections: 60), logger: logger)
+        // Started before the slots are taken: the other tests need not wait for an initdb.
         try await offThePool { try cluster.stopAnyRunning() }
         let running = try await offThePool { try cluster.start() }
         defer { try? cluster.stopAnyRunning() }
         let url = try DatabaseURL(running.url)
+        // Alone among the tests that hold slots: its load would delay their servers past their deadlines.
+        try await TestSlots.alone { try await Self.run(on: url, logger: logger) }
+    }
+
+    static func run(on url: DatabaseURL, logger: Logger) async throws {
         // A commit answered must survive the crash.
         let synchronous = try await TestDatabase.admin(url) { admin in
             try await admin.query("SHOW synchronous_commit", logger: logger).collect().first?.decode(String.self)
@@ -63,10 +64,14 @@ import Testing
         let schema = "run_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
         try await TestDatabase.admin(url) { try await $0.query("CREATE SCHEMA \(unescaped: schema)", logger: logger) }
         let metrics = TestMetrics()
+        // The group whose backend is killed answers only at its deadline (the
+        // statement timeout and 2 s: ScrollbackStore.committed), with every
+        // slot held meanwhile: short enough not to idle the run, far above
+        // what a send takes here.
         let store = ScrollbackStore(
             url: url,
             options: StoreOptions(
-                maximumConnections: 12, statementTimeout: .seconds(20), lockTimeout: .seconds(20), searchPath: schema),
+                maximumConnections: 12, statementTimeout: .seconds(6), lockTimeout: .seconds(6), searchPath: schema),
             metrics: metrics, logger: logger)
         let ledger = NIOLockedValueBox(Ledger())
 
