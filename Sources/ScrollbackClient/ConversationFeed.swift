@@ -232,8 +232,14 @@ public final class ConversationFeed: Sendable {
             continuation.finish()
             return stream
         }
+        // Not under the lock here: a consumer's task being cancelled calls
+        // this while it holds that task's own lock, and a publish (which
+        // yields under the feed's lock) waits for the task's lock to resume
+        // it. Taking the feed's lock here deadlocked both; the subscriber
+        // leaves a moment later instead (what is yielded to it meanwhile is
+        // dropped: its stream has ended).
         continuation.onTermination = { [weak self] _ in
-            self?.core.withLockedValue { _ = $0.subscribers.removeValue(forKey: id) }
+            Task { [weak self] in self?.core.withLockedValue { _ = $0.subscribers.removeValue(forKey: id) } }
         }
         return stream
     }

@@ -174,6 +174,35 @@ import Testing
         }
     }
 
+    /// Readers of `updates` that come and go (a view that appears and is
+    /// dismissed) while the feed publishes live messages: each reader's
+    /// task is cancelled while the feed may be handing it an update. The
+    /// feed goes on and shows every message (the cancellation used to wait
+    /// for the feed's lock while the feed waited for the reader's task: both
+    /// stopped for good).
+    @Test func readersThatGoAwayWhileTheFeedPublishesNeverStopIt() async throws {
+        try await LiveCluster.run { cluster in
+            let alice = Self.client(cluster, "alice", baseURL: cluster.instances[0].baseURL)
+            let id = try await alice.createConversation(members: ["bob"]).id
+            let feed = ConversationFeed(client: alice, conversation: id, userId: "alice")
+            defer { feed.stop() }
+            feed.start()
+            try await until("the feed is live") { feed.state.connection == .live }
+            let readers = Task {
+                for _ in 0..<400 {
+                    let log = UpdateLog(feed)
+                    try? await Task.sleep(for: .milliseconds(Int.random(in: 0...3)))
+                    _ = log
+                }
+            }
+            try await cluster.send(80, to: id, as: "bob")
+            await readers.value
+            try await until("every message") { feed.state.timeline.messages.count == 80 }
+            let log = UpdateLog(feed)
+            try await log.until("a reader after them all") { !$0.isEmpty }
+        }
+    }
+
     /// A photo's echo has the photo's box: the row is as tall while it is
     /// sent as once it is stored, so nothing moves when it is acknowledged.
     @Test func aPhotosEchoIsAsTallAsTheStoredMessage() async throws {
