@@ -57,7 +57,7 @@ public struct APIErrorCode: RawRepresentable, Codable, Sendable, Hashable, CaseI
     public static let deviceNotFound = APIErrorCode(rawValue: "device_not_found")
     /// No report with that id.
     public static let reportNotFound = APIErrorCode(rawValue: "report_not_found")
-    /// The service knows no user of that id (or erased them).
+    /// The service holds nothing about a user of that id (or erased them).
     public static let userNotFound = APIErrorCode(rawValue: "user_not_found")
     /// No such route.
     public static let notFound = APIErrorCode(rawValue: "not_found")

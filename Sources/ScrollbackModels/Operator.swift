@@ -314,11 +314,13 @@ public struct ExportedUser: Codable, Sendable, Equatable {
     }
 
     public var id: String
-    /// When the service first saw the user.
-    public var createdAt: Date
+    /// When the user first called the service; nil for one who never did
+    /// (others added them to conversations, or banned, blocked or reported
+    /// them).
+    public var createdAt: Date?
     public var lastSeenAt: Date?
 
-    public init(id: String, createdAt: Date, lastSeenAt: Date?) {
+    public init(id: String, createdAt: Date?, lastSeenAt: Date?) {
         self.id = id
         self.createdAt = createdAt
         self.lastSeenAt = lastSeenAt

@@ -45,6 +45,12 @@ public struct UserID: RawRepresentable, Hashable, Comparable, Sendable, Codable,
     /// every conversation with the owner's rights.
     public static let system = UserID(rawValue: "")
 
+    /// Who an erased user became where others keep a trace of them: the
+    /// `sender` of their tombstones, the creator of a conversation they
+    /// created, the one who banned someone. Not the shape of a user id (its
+    /// parentheses), so no user can be it.
+    public static let erased = UserID(rawValue: "(erased)")
+
     /// Whether `id` has the shape of a user id.
     public static func isValid(_ id: String) -> Bool {
         let utf8 = id.utf8

@@ -32,6 +32,9 @@ public enum FeedEvent: Sendable, Equatable {
     /// `user` blocked someone or lifted a block: their pages and frames
     /// flag other senders now.
     case blocks(user: UserID)
+    /// `user` was erased: every instance closes their sockets and forgets
+    /// it knew them.
+    case erased(user: UserID)
 
     /// The feed's channel in the `public` schema, where the server keeps its
     /// tables. Each schema has its own (`feed_channel()`, sql/027): PostgreSQL's
@@ -90,6 +93,10 @@ public enum FeedEvent: Sendable, Equatable {
             self = .blocks(user: UserID(rawValue: String(parts[1])))
             return
         }
+        if parts.first == "e", parts.count == 2 {
+            self = .erased(user: UserID(rawValue: String(parts[1])))
+            return
+        }
         if parts.first == "o" {
             guard parts.count >= 2 else { return nil }
             self = .presence(users: parts.dropFirst().map { UserID(rawValue: String($0)) })
@@ -143,7 +150,7 @@ public enum FeedEvent: Sendable, Equatable {
     /// version does not know (from a newer instance during a rolling
     /// deploy) may still change what the conversation's pages show.
     static func conversation(in payload: String) -> UUID? {
-        guard !payload.hasPrefix("o:"), !payload.hasPrefix("k:") else { return nil }
+        guard !payload.hasPrefix("o:"), !payload.hasPrefix("k:"), !payload.hasPrefix("e:") else { return nil }
         let parts = payload.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
         return parts.count >= 2 ? UUID(uuidString: String(parts[1])) : nil
     }
@@ -155,7 +162,7 @@ public enum FeedEvent: Sendable, Equatable {
         case .changed(let id, _, _), .read(let id, _, _), .memberRemoved(let id, _), .memberAdded(let id, _),
             .memberUpdated(let id, _, _), .typing(let id, _):
             id
-        case .presence, .blocks:
+        case .presence, .blocks, .erased:
             nil
         }
     }

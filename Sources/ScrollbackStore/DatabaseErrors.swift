@@ -59,6 +59,17 @@ enum DatabaseErrors {
                 // Serialization failure, deadlock: rolled back whole, safe to repeat.
                 logger.info("database conflict, retrying", metadata: ["sqlstate": "\(state)"])
                 return .retry(unavailable(logger, "database conflict", state))
+            case "23505", "23503":
+                // A key another transaction committed first, in a race no
+                // statement was written for (each known one is: a lock, an
+                // arbiter, a check after the lock): rolled back whole, and
+                // run again the transaction sees that row. A key that is
+                // broken again every time ends as 503, never as a 500 whose
+                // log line holds the key (PostgreSQL's detail names its values).
+                logger.warning(
+                    "database key conflict, retrying",
+                    metadata: ["sqlstate": "\(state)", "constraint": "\(error.serverInfo?[.constraintName] ?? "")"])
+                return .retry(unavailable(logger, "key conflict", state))
             case "57014", "55P03", "25006":
                 // Cancelled (statement_timeout), lock not available (lock_timeout),
                 // read-only transaction (a standby after a failover): rolled back.
@@ -94,5 +105,30 @@ enum DatabaseErrors {
     private static func lost(_ logger: Logger, writes: Bool, _ reason: String) -> StoreError {
         logger.warning("database connection lost", metadata: ["reason": "\(reason)"])
         return writes ? .outcomeUnknown : .unavailable
+    }
+}
+
+/// What a log line says of an error that reached no answer of its own: for
+/// a database error, its SQLSTATE, constraint, table and where the query
+/// was made, never PostgreSQL's message or detail (which name the values
+/// of a key: a push token, an external id) nor the query.
+public enum LoggedError {
+    public static func describe(_ error: any Error) -> String {
+        switch error {
+        case let error as PSQLError:
+            var fields = ["code: \(error.code)"]
+            if let info = error.serverInfo {
+                for (name, key) in [("sqlstate", PSQLError.ServerInfo.Field.sqlState), ("constraint", .constraintName), ("table", .tableName)] {
+                    if let value = info[key] { fields.append("\(name): \(value)") }
+                }
+            }
+            if let file = error.file, let line = error.line { fields.append("at: \(file):\(line)") }
+            return "PSQLError(" + fields.joined(separator: ", ") + ")"
+        case let error as PostgresTransactionError:
+            let inner = [error.beginError, error.closureError, error.commitError, error.rollbackError].compactMap { $0 }
+            return "PostgresTransactionError(" + inner.map(describe).joined(separator: "; ") + ")"
+        default:
+            return String(reflecting: error)
+        }
     }
 }

@@ -142,7 +142,7 @@ final class PageCache: Sendable {
             changed(conversation, to: version)
         case .event(.memberAdded(let conversation, _)), .event(.memberRemoved(let conversation, _)):
             invalidate(conversation)
-        case .event(.read), .event(.typing), .event(.presence), .event(.memberUpdated), .event(.blocks):
+        case .event(.read), .event(.typing), .event(.presence), .event(.memberUpdated), .event(.blocks), .event(.erased):
             break
         }
     }

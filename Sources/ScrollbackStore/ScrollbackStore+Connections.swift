@@ -175,10 +175,12 @@ extension ScrollbackStore {
     /// A statement PostgreSQL rolled back because of a serialization failure
     /// or a deadlock is run again (a few times): nothing of it was applied.
     /// `writes` says whether a lost connection leaves the outcome unknown.
-    /// `bounded: false` waits as long as the work takes (migrations). The
-    /// time `body` takes is reported as statement `name`.
+    /// `bounded: false` waits as long as the work takes (migrations).
+    /// `repeatable: false` says `body` cannot run twice (an import reads its
+    /// lines from a stream once): what would be run again fails it instead.
+    /// The time `body` takes is reported as statement `name`.
     func withConnection<T: Sendable>(
-        writes: Bool, bounded: Bool = true, as name: StatementName,
+        writes: Bool, bounded: Bool = true, repeatable: Bool = true, as name: StatementName,
         _ body: @escaping @Sendable (PostgresConnection) async throws -> T
     ) async throws -> T {
         if !writes, let replica = ReadRoute.replica {
@@ -225,7 +227,7 @@ extension ScrollbackStore {
                 throw writes ? StoreError.outcomeUnknown : StoreError.unavailable
             } catch {
                 let translated = DatabaseErrors.translate(error, writes: writes, logger: logger, metrics: metrics)
-                if case .retry = translated, attempt < Self.retryAttempts {
+                if case .retry = translated, repeatable, attempt < Self.retryAttempts {
                     attempt += 1
                     continue
                 }

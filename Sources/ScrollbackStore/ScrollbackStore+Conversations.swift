@@ -451,9 +451,15 @@ extension ScrollbackStore {
             WITH conv AS (
                 SELECT id FROM conversations WHERE id = \(id) FOR UPDATE
             ), member AS (
+                -- FOR SHARE, not KEY SHARE: after the wait for the
+                -- conversation, the role is read as the transaction that held
+                -- it left it (KEY SHARE takes the version of this statement's
+                -- snapshot: an owner who had just handed over still looked
+                -- like the owner, and a second handover broke
+                -- `members_one_owner`).
                 SELECT role FROM members
                 WHERE conversation_id = (SELECT id FROM conv) AND user_id = \(member.rawValue)
-                FOR KEY SHARE
+                FOR SHARE
             )
             SELECT role FROM member
             UNION ALL

@@ -13,9 +13,18 @@ extension ScrollbackStore {
         _ deviceID: String, of user: UserID, platform: DevicePlatform, token: String, limit: Int
     ) async throws -> (device: Device, created: Bool) {
         let registered = try await withTransaction(as: .devices) { [logger] connection in
-            // One registration of a user at a time: the limit holds.
+            // One registration of a user at a time: the limit holds. Then one
+            // of a token at a time, whoever registers it: the second of two
+            // users registering the same token at once waits, and its DELETE
+            // (a statement of its own, after the wait) sees the first's row
+            // and takes the token from it, rather than both inserting and the
+            // second breaking `devices_token`. The token's lock is always
+            // taken second, so no two registrations wait for each other.
             _ = try await connection.query(
-                "SELECT pg_advisory_xact_lock(hashtextextended(\(user.rawValue), 20261126))", logger: logger
+                """
+                SELECT pg_advisory_xact_lock(hashtextextended(\(user.rawValue), 20261126)),
+                       pg_advisory_xact_lock(hashtextextended(\(platform.rawValue) || ':' || \(token), 20261202))
+                """, logger: logger
             ).collect()
             _ = try await connection.query(
                 """

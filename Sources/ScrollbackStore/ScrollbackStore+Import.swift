@@ -45,7 +45,7 @@ extension ScrollbackStore {
     public func importHistory(
         _ batches: AsyncThrowingStream<[ImportEntry], any Error>, dryRun: Bool
     ) async throws -> ImportReport {
-        let (report, moved) = try await withConnection(writes: true, bounded: false, as: .importing) {
+        let (report, moved) = try await withConnection(writes: true, bounded: false, repeatable: false, as: .importing) {
             [logger] connection -> (ImportReport, [UUID]) in
             try await Self.whileOpen(connection) {
                 try await connection.query("BEGIN", logger: logger)
@@ -115,6 +115,13 @@ extension ScrollbackStore {
             if !staged.lines.isEmpty { try await connection.query(staged.insert, logger: logger) }
         }
         try await connection.query("ANALYZE import_lines", logger: logger)
+        // One import of a schema at a time from here, once its lines are
+        // staged: the second of two imports of the same file (a client
+        // retrying a long one) checks the stored history after the first
+        // committed, and finds it imported, rather than storing the same
+        // messages again and breaking `messages_external_id`.
+        try await connection.query(
+            "SELECT pg_advisory_xact_lock(hashtext('scrollback.import'), hashtext(current_schema()))", logger: logger)
         let found = try await connection.query(ImportSQL.problems, logger: logger).collect()
         for row in found {
             let (line, message) = try row.decode((Int32, String).self)
@@ -139,6 +146,10 @@ extension ScrollbackStore {
             report.messages += Int(stored)
             moved.append(id)
         }
+        // The conversations of reactions and read markers on messages stored
+        // before, locked as those of the file's messages are (a retention
+        // pass deleting those messages waits, and finds the reactions).
+        try await connection.query(ImportSQL.lockReactedConversations, logger: logger)
         report.reactions = try await count(ImportSQL.reactions)
         try await connection.query(ImportSQL.reactionSums, logger: logger)
         report.readMarkers = try await count(ImportSQL.readMarkers)
@@ -206,7 +217,8 @@ enum ImportSQL {
     /// conversations, members and messages the file does not declare and
     /// the database does not have, `created_at` going back, an
     /// `external_id` given twice to different messages, a conversation that
-    /// has messages already (not these), too many kinds of reaction.
+    /// has messages already (not these), too many kinds of reaction, a
+    /// conversation that would have two owners.
     static let problems: PostgresQuery = """
         WITH declared AS (
             SELECT DISTINCT conversation_id AS id FROM import_lines WHERE kind = 'conversation'
@@ -282,10 +294,31 @@ enum ImportSQL {
               AND NOT EXISTS (
                   SELECT 1 FROM targets t WHERE t.conversation_id = l.conversation_id AND t.external_id = l.external_id)
             UNION ALL
+            SELECT min(o.line), 'conversation ' || o.conversation_id
+                   || ' would have more than one owner: give "role": "owner" to one member only'
+            FROM (
+                -- A member stored already keeps their role.
+                SELECT l.line, l.conversation_id, l.user_id FROM import_lines l
+                WHERE l.kind = 'member' AND l.role = 'owner'
+                  AND NOT EXISTS (
+                      SELECT 1 FROM members m WHERE m.conversation_id = l.conversation_id AND m.user_id = l.user_id)
+            ) o
+            GROUP BY o.conversation_id
+            HAVING count(DISTINCT o.user_id) + (
+                SELECT count(*) FROM members m WHERE m.conversation_id = o.conversation_id AND m.role = 'owner') > 1
+            UNION ALL
             SELECT k.line, 'a message can have at most \(unescaped: "\(APILimits.maxReactionKinds)") kinds of reaction'
             FROM kinds k WHERE k.rank > \(unescaped: "\(APILimits.maxReactionKinds)")
         ) p
         ORDER BY line
+        """
+
+    /// Locks the conversations that reactions and read markers of the file
+    /// name, in id order.
+    static let lockReactedConversations: PostgresQuery = """
+        SELECT 1 FROM conversations
+        WHERE id IN (SELECT conversation_id FROM import_lines WHERE kind IN ('reaction', 'read_marker'))
+        ORDER BY id FOR NO KEY UPDATE
         """
 
     /// `import_done`: the conversations whose messages are already the

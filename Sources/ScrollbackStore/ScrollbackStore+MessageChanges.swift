@@ -68,9 +68,14 @@ extension ScrollbackStore {
                 SELECT id FROM conversations WHERE id = \(id)
                 FOR NO KEY UPDATE
             ), member AS (
+                -- FOR SHARE, not KEY SHARE: a role changed by a transaction
+                -- that held the conversation before this one is read as it
+                -- is now (a KEY SHARE lock takes the version of this
+                -- statement's snapshot, and a member demoted a moment ago
+                -- would keep their rights).
                 SELECT user_id, role FROM members
                 WHERE conversation_id = (SELECT id FROM conv) AND user_id = \(user.rawValue)
-                FOR KEY SHARE
+                FOR SHARE
             ), acting AS (
                 SELECT role FROM member
                 UNION ALL

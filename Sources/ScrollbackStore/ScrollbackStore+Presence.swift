@@ -10,6 +10,11 @@ import ScrollbackModels
 /// each instance then reads their presence as it stands after the commit:
 /// two instances writing at once can each miss the other's row, but the
 /// read that follows the later commit cannot.
+///
+/// When a user was last seen is written to their `users` row only where
+/// there is one: a socket that outlived its user's erasure (closed on every
+/// instance by the erasure's `e:`, but a write may come first) must not
+/// bring the user back.
 extension ScrollbackStore {
     /// The end of a write of presence: its `beat` CTE's `created`, once the
     /// notifications of the users of `relation` are sent.
@@ -51,8 +56,7 @@ extension ScrollbackStore {
                 JOIN presence_instances i ON i.instance_id = p.instance_id
                 WHERE i.expires_at < now() AND i.instance_id <> \(instance) GROUP BY p.user_id
             ), seen AS (
-                INSERT INTO users AS u (id, last_seen_at) SELECT user_id, seen FROM lost
-                ON CONFLICT (id) DO UPDATE SET last_seen_at = GREATEST(u.last_seen_at, EXCLUDED.last_seen_at)
+                UPDATE users u SET last_seen_at = GREATEST(u.last_seen_at, l.seen) FROM lost l WHERE u.id = l.user_id
             ), gone AS (
                 DELETE FROM presence_instances WHERE expires_at < now() AND instance_id <> \(instance)
             ), beat AS (
@@ -95,9 +99,8 @@ extension ScrollbackStore {
                        OR (\(replacingAll) AND p.user_id NOT IN (SELECT user_id FROM given)))
                 RETURNING p.user_id
             ), seen AS (
-                INSERT INTO users AS u (id, last_seen_at)
-                SELECT user_id, now() FROM removed UNION SELECT user_id, now() FROM given WHERE sockets = 0
-                ON CONFLICT (id) DO UPDATE SET last_seen_at = now()
+                UPDATE users SET last_seen_at = now()
+                WHERE id IN (SELECT user_id FROM removed UNION SELECT user_id FROM given WHERE sockets = 0)
             ), written AS (
                 INSERT INTO presence (user_id, instance_id, sockets)
                 SELECT g.user_id, b.instance_id, g.sockets FROM given g, beat b WHERE g.sockets > 0
@@ -118,9 +121,8 @@ extension ScrollbackStore {
         _ = try await rows(
             """
             WITH seen AS (
-                INSERT INTO users AS u (id, last_seen_at)
-                SELECT user_id, now() FROM presence WHERE instance_id = \(instance)
-                ON CONFLICT (id) DO UPDATE SET last_seen_at = now()
+                UPDATE users SET last_seen_at = now()
+                WHERE id IN (SELECT user_id FROM presence WHERE instance_id = \(instance))
             ), gone AS (
                 DELETE FROM presence_instances WHERE instance_id = \(instance)
             ), ended AS (

@@ -9,11 +9,25 @@ extension ScrollbackStore {
     /// Rows per statement of an export or an erasure.
     public static let privacyBatch = 500
 
-    /// Whether the service knows `user` (they called it, or were named in
-    /// something that recorded them).
+    /// Whether the service holds anything about `user`: they called it, or
+    /// others recorded them (added them to a conversation, banned, blocked
+    /// or reported them), whether or not they ever made a request. Every
+    /// table a user's id is kept in whose rows an erasure removes is asked,
+    /// each through an index on the id (bans and reports, the small ones,
+    /// through a scan).
     public func userExists(_ user: UserID) async throws -> Bool {
+        let id = user.rawValue
         let rows = try await rows(
-            "SELECT EXISTS (SELECT 1 FROM users WHERE id = \(user.rawValue))", writes: false, as: .privacy)
+            """
+            SELECT EXISTS (SELECT 1 FROM users WHERE id = \(id))
+                OR EXISTS (SELECT 1 FROM members WHERE user_id = \(id))
+                OR EXISTS (SELECT 1 FROM member_removals WHERE user_id = \(id))
+                OR EXISTS (SELECT 1 FROM devices WHERE user_id = \(id))
+                OR EXISTS (SELECT 1 FROM blocks WHERE blocker = \(id) OR blocked = \(id))
+                OR EXISTS (SELECT 1 FROM bans WHERE user_id = \(id) OR banned_by = \(id))
+                OR EXISTS (SELECT 1 FROM reports WHERE reporter = \(id) OR user_id = \(id) OR message_sender = \(id))
+                OR EXISTS (SELECT 1 FROM presence WHERE user_id = \(id))
+            """, writes: false, as: .privacy)
         return try rows.first?.decode(Bool.self) ?? false
     }
 
@@ -55,9 +69,11 @@ extension ScrollbackStore {
     public func exportUser(
         _ user: UserID, batch: Int = privacyBatch, emit: (UserExportRecord) async throws -> Void
     ) async throws {
+        guard try await userExists(user) else { throw StoreError.userNotFound }
+        // No row for a user who never called the service (others added them).
         let found = try await rows(
             "SELECT created_at, last_seen_at FROM users WHERE id = \(user.rawValue)", writes: false, as: .privacy)
-        guard let (createdAt, lastSeen) = try found.first?.decode((Date, Date?).self) else { throw StoreError.userNotFound }
+        let (createdAt, lastSeen) = try found.first?.decode((Date?, Date?).self) ?? (nil, nil)
         try await emit(.user(ExportedUser(id: user.rawValue, createdAt: createdAt, lastSeenAt: lastSeen)))
         let readers = MessageRow.readers(user)
         try await forEachConversation(of: user, batch: batch) { id in
@@ -89,7 +105,7 @@ extension ScrollbackStore {
                     guard let message = try MessageRow.decode(row.makeRandomAccess(), alias: "m", conversation: id) else {
                         continue
                     }
-                    try await emit(.message(message))
+                    try await emit(.message(Self.exported(message, of: user)))
                     after = message.seq
                 }
                 if messages.count < batch { break }
@@ -132,20 +148,39 @@ extension ScrollbackStore {
         for block in try await blocks(of: user) { try await emit(.block(block)) }
     }
 
+    /// `message` of `user`'s as their export holds it: their own data only
+    /// (GDPR Art. 15(4)). A reply keeps what it answers by seq and sender,
+    /// but not the words of another user's message; a thread they started
+    /// keeps its count and time, and of those who replied only themselves.
+    static func exported(_ message: Message, of user: UserID) -> Message {
+        var message = message
+        if let parent = message.replyTo, parent.sender != user.rawValue {
+            message.replyTo?.excerpt = nil
+        }
+        message.thread?.participants.removeAll { $0 != user.rawValue }
+        return message
+    }
+
     // MARK: - Erasure
 
     /// Erases `user`'s personal data, in short transactions: they leave
     /// every conversation (an owner's ownership passes to the
     /// longest-standing admin, else member), so nothing they send is stored
     /// from then on; then, conversation by conversation and `batch` seqs at
-    /// a time, their messages become tombstones (body, attachments and
-    /// reactions gone, the seq kept so every other member's history stays
-    /// dense, each batch taking the conversation's next version so open
-    /// windows revalidate through `changes`); then their reactions,
-    /// mentions, devices, presence, blocks, the reports they filed and the
-    /// bodies other users' reports kept of their messages, their uploads;
-    /// last the user. An erasure that stopped halfway is run again as it
-    /// is. `StoreError.userNotFound` for a user the service does not know.
+    /// a time, their messages become tombstones of ``UserID/erased`` (body,
+    /// attachments, reactions and idempotency key gone, the seq kept so every
+    /// other member's history stays dense, each batch taking the
+    /// conversation's next version so open windows revalidate through
+    /// `changes`), their reactions go and their id leaves the threads they
+    /// replied in; then, in one transaction, every other row that names
+    /// them: mentions, devices, presence, blocks either way, bans of them,
+    /// slow-mode marks, the reports they filed or that name them, their
+    /// uploads, the record of the conversations they left, and the user;
+    /// where others keep what they did (a ban they made, a conversation they
+    /// created) the id becomes ``UserID/erased``. The same transaction tells
+    /// every instance (`e:`), which closes the user's sockets. An erasure
+    /// that stopped halfway is run again as it is. `StoreError.userNotFound`
+    /// for a user the service holds nothing about.
     public func eraseUser(_ user: UserID, batch: Int = privacyBatch) async throws -> UserErasure {
         guard try await userExists(user) else { throw StoreError.userNotFound }
         var erasure = UserErasure(userId: user.rawValue, conversations: 0, messages: 0, reactions: 0, devices: 0)
@@ -153,20 +188,40 @@ extension ScrollbackStore {
             if try await leave(id, user) { erasure.conversations += 1 }
             erasure.messages += try await eraseMessages(of: user, in: id, batch: batch)
             erasure.reactions += try await eraseReactions(of: user, in: id, batch: batch)
+            try await eraseParticipation(of: user, in: id, batch: batch)
         }
+        let id = user.rawValue
+        let erased = UserID.erased.rawValue
         let counts = try await withTransaction(as: .privacy) { [logger] connection -> Int in
             let devices = try await connection.query(
-                "DELETE FROM devices WHERE user_id = \(user.rawValue) RETURNING device_id", logger: logger
+                "DELETE FROM devices WHERE user_id = \(id) RETURNING device_id", logger: logger
             ).collect().count
             for statement: PostgresQuery in [
-                "DELETE FROM mentions WHERE user_id = \(user.rawValue)",
-                "DELETE FROM presence WHERE user_id = \(user.rawValue)",
-                "DELETE FROM blocks WHERE blocker = \(user.rawValue) OR blocked = \(user.rawValue)",
-                "DELETE FROM slow_mode_sends WHERE user_id = \(user.rawValue)",
-                "DELETE FROM reports WHERE reporter = \(user.rawValue)",
-                "UPDATE reports SET message_body = NULL WHERE message_sender = \(user.rawValue) AND message_body IS NOT NULL",
-                "UPDATE uploads SET removed_at = now() WHERE uploader = \(user.rawValue) AND removed_at IS NULL",
-                "DELETE FROM users WHERE id = \(user.rawValue)",
+                "DELETE FROM mentions WHERE user_id = \(id)",
+                "DELETE FROM presence WHERE user_id = \(id)",
+                "DELETE FROM blocks WHERE blocker = \(id) OR blocked = \(id)",
+                "DELETE FROM slow_mode_sends WHERE user_id = \(id)",
+                "DELETE FROM bans WHERE user_id = \(id)",
+                "UPDATE bans SET banned_by = \(erased) WHERE banned_by = \(id)",
+                "DELETE FROM reports WHERE reporter = \(id) OR user_id = \(id)",
+                """
+                UPDATE reports SET message_body = NULL, message_sender = NULL
+                WHERE message_sender = \(id)
+                """,
+                // Uploads and created conversations are in the conversations
+                // they left (each read through its index).
+                """
+                UPDATE uploads SET removed_at = coalesce(removed_at, now()), uploader = \(erased)
+                WHERE conversation_id IN (SELECT conversation_id FROM member_removals WHERE user_id = \(id))
+                  AND uploader = \(id)
+                """,
+                """
+                UPDATE conversations SET created_by = \(erased)
+                WHERE id IN (SELECT conversation_id FROM member_removals WHERE user_id = \(id)) AND created_by = \(id)
+                """,
+                "DELETE FROM member_removals WHERE user_id = \(id)",
+                "DELETE FROM users WHERE id = \(id)",
+                "SELECT \(unescaped: FeedEvent.notify("e", "u.id")) FROM (SELECT \(id)::text AS id) u",
             ] {
                 _ = try await connection.query(statement, logger: logger).collect()
             }
@@ -203,8 +258,9 @@ extension ScrollbackStore {
         }
     }
 
-    /// Makes `user`'s messages in `id` tombstones, `batch` seqs at a time,
-    /// each batch one short transaction; answers how many.
+    /// Makes `user`'s messages in `id` tombstones of ``UserID/erased``
+    /// (those they deleted themselves too), `batch` seqs at a time, each
+    /// batch one short transaction; answers how many.
     private func eraseMessages(of user: UserID, in id: UUID, batch: Int) async throws -> Int {
         var erased = 0
         var from: Int64 = 1
@@ -219,18 +275,9 @@ extension ScrollbackStore {
                         -- Reads `conv` first: the conversation's lock comes first, as for every writer.
                         SELECT m.seq, c.last_seq FROM conv c JOIN messages m ON m.conversation_id = c.id
                         WHERE m.seq >= \(from) AND m.seq < \(from + Int64(batch))
-                          AND m.sender = \(user.rawValue) AND NOT m.deleted
+                          AND m.sender = \(user.rawValue)
                         FOR UPDATE OF m
-                    ), target AS (
-                        -- Each message takes a version of its own (one per change, as always).
-                        SELECT seq, row_number() OVER (ORDER BY seq) AS n, count(*) OVER () AS total FROM locked
-                    ), c AS (
-                        UPDATE conversations SET version = version + (SELECT count(*) FROM target),
-                            changed_xid = pg_current_xact_id()
-                        WHERE id = \(id) AND EXISTS (SELECT 1 FROM target)
-                        RETURNING version,
-                            \(unescaped: FeedEvent.notify("u", "id::text", "(SELECT max(seq) FROM target)::text", "version::text"))
-                    ), unreact AS (
+                    ), \(unescaped: Self.versionedTargets), unreact AS (
                         DELETE FROM reactions r USING target t WHERE r.conversation_id = \(id) AND r.seq = t.seq
                     ), unattach AS (
                         UPDATE uploads u SET removed_at = now() FROM target t
@@ -238,7 +285,8 @@ extension ScrollbackStore {
                     ), erased AS (
                         UPDATE messages m
                         SET version = c.version - t.total + t.n, body = '', deleted = true, sent_body_hash = NULL,
-                            reaction_emojis = NULL, reaction_counts = NULL, attachments = NULL
+                            reaction_emojis = NULL, reaction_counts = NULL, attachments = NULL,
+                            sender = \(UserID.erased.rawValue), client_id = NULL
                         FROM c, target t
                         WHERE m.conversation_id = \(id) AND m.seq = t.seq
                         RETURNING m.seq
@@ -255,6 +303,56 @@ extension ScrollbackStore {
             erased += count
             from += Int64(batch)
             if from > lastSeq { return erased }
+        }
+    }
+
+    /// The CTEs `target` (the seqs of `locked`, numbered) and `c` (the
+    /// conversation `conv` taking the next version for each, and its `u:`
+    /// notification): each message an erasure changes takes a version of
+    /// its own, one per change as always, `c.version - t.total + t.n`.
+    static let versionedTargets = """
+        target AS (
+            SELECT seq, row_number() OVER (ORDER BY seq) AS n, count(*) OVER () AS total FROM locked
+        ), c AS (
+            UPDATE conversations SET version = version + (SELECT count(*) FROM target),
+                changed_xid = pg_current_xact_id()
+            WHERE id = (SELECT id FROM conv) AND EXISTS (SELECT 1 FROM target)
+            RETURNING version,
+                \(FeedEvent.notify("u", "id::text", "(SELECT max(seq) FROM target)::text", "version::text"))
+        )
+        """
+
+    /// Takes `user`'s id out of the threads in `id` they replied in (the
+    /// participants a thread's root shows), `batch` roots at a time, each
+    /// root taking the conversation's next version as any change does.
+    private func eraseParticipation(of user: UserID, in id: UUID, batch: Int) async throws {
+        while true {
+            defer { pageCache.invalidate(id) }
+            let count = try await withTransaction(as: .privacy) { [logger] connection -> Int64 in
+                let rows = try await connection.query(
+                    """
+                    WITH conv AS (
+                        SELECT id FROM conversations WHERE id = \(id) FOR NO KEY UPDATE
+                    ), locked AS (
+                        SELECT m.seq FROM conv c JOIN messages m ON m.conversation_id = c.id
+                        WHERE m.thread_participants @> ARRAY[\(user.rawValue)]::text[]
+                        ORDER BY m.seq LIMIT \(batch)
+                        FOR UPDATE OF m
+                    ), \(unescaped: Self.versionedTargets), changed AS (
+                        UPDATE messages m
+                        SET version = c.version - t.total + t.n,
+                            thread_participants = array_remove(m.thread_participants, \(user.rawValue))
+                        FROM c, target t
+                        WHERE m.conversation_id = \(id) AND m.seq = t.seq
+                        RETURNING m.seq
+                    )
+                    SELECT count(*) FROM changed
+                    """,
+                    logger: logger
+                ).collect()
+                return try rows.first?.decode(Int64.self) ?? 0
+            }
+            if count < Int64(batch) { return }
         }
     }
 

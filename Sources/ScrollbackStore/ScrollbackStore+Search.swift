@@ -3,9 +3,26 @@ import Logging
 import PostgresNIO
 import ScrollbackModels
 
-/// Where a pass over search results stands: the last hit returned. The
-/// next page continues below it in the order of the results.
+/// Where a pass over search results stands: the last hit returned, by
+/// the three keys of the results' order. The next page continues below it
+/// and reads nothing of the hit itself, so a position names no message the
+/// caller could not see: what it holds, the caller was given.
 public struct SearchPosition: Sendable, Hashable {
+    /// The hit's `created_at`, in microseconds since 1970 (PostgreSQL's
+    /// precision: a `Date` would round it).
+    public var createdAtMicroseconds: Int64
+    public var conversationID: UUID
+    public var seq: Int64
+
+    public init(createdAtMicroseconds: Int64, conversationID: UUID, seq: Int64) {
+        self.createdAtMicroseconds = createdAtMicroseconds
+        self.conversationID = conversationID
+        self.seq = seq
+    }
+}
+
+/// A message by its conversation and seq (how far the search backfill went).
+public struct MessagePosition: Sendable, Hashable {
     public var conversationID: UUID
     public var seq: Int64
 
@@ -58,17 +75,21 @@ extension ScrollbackStore {
         guard searchable else { return .noSearchableWords }
         guard visible else { throw StoreError.conversationNotFound }
         var hits: [SearchHit] = []
+        var positions: [SearchPosition] = []
         for row in rows {
             let columns = row.makeRandomAccess()
             guard let id = try columns["h_conversation_id"].decode(UUID?.self) else { continue }
             guard let message = try MessageRow.decode(columns, alias: "h", conversation: id) else { throw MalformedRow() }
             let snippet = SnippetMarkup.snippet(try columns["snippet"].decode(String.self))
             hits.append(SearchHit(conversationId: id, seq: message.seq, message: message, snippet: snippet))
+            positions.append(
+                SearchPosition(
+                    createdAtMicroseconds: try columns["h_created_us"].decode(Int64.self), conversationID: id,
+                    seq: message.seq))
         }
         guard hits.count > limit else { return .found(SearchPage(hits: hits, next: nil)) }
         hits.removeLast(hits.count - limit)
-        let last = hits[hits.count - 1]
-        return .found(SearchPage(hits: hits, next: SearchPosition(conversationID: last.conversationId, seq: last.seq)))
+        return .found(SearchPage(hits: hits, next: positions[limit - 1]))
     }
 }
 
@@ -103,7 +124,7 @@ extension ScrollbackStore {
 /// serves every word and every conversation, and it is prepared: planning
 /// it took longer than running it for a common word (BENCHMARKS.md).
 struct SearchStatement: PostgresPreparedStatement {
-    static let name = "scrollback_search_v2"
+    static let name = "scrollback_search_v3"
     static let sql = """
         WITH q AS (
             SELECT websearch_to_tsquery($7::regconfig, $1) AS query
@@ -111,7 +132,8 @@ struct SearchStatement: PostgresPreparedStatement {
         SELECT numnode(q.query) > 0 AND querytree(q.query) <> 'T' AS searchable,
                ($3::uuid IS NULL
                 OR EXISTS (SELECT 1 FROM members WHERE conversation_id = $3::uuid AND user_id = $2)) AS visible,
-               h.conversation_id AS h_conversation_id, \(MessageRow.columns("h", conversation: "h.conversation_id", readers: "ARRAY[$2]")),
+               h.conversation_id AS h_conversation_id, (extract(epoch FROM h.created_at) * 1000000)::int8 AS h_created_us,
+               \(MessageRow.columns("h", conversation: "h.conversation_id", readers: "ARRAY[$2]")),
                ts_headline($7::regconfig, translate(h.body, '\(SnippetMarkup.delimiters)', ''), q.query,
                            '\(SnippetMarkup.headlineOptions)') AS snippet
         FROM q
@@ -121,18 +143,14 @@ struct SearchStatement: PostgresPreparedStatement {
                 WITH since AS (
                     SELECT b.created_at FROM messages b
                     WHERE b.conversation_id = mb.conversation_id
-                      AND b.created_at <= coalesce(
-                          (SELECT created_at FROM messages WHERE conversation_id = $4::uuid AND seq = $5::int8),
-                          'infinity')
+                      AND b.created_at <= coalesce(\(cursorTime), 'infinity')
                     ORDER BY b.created_at DESC
                     OFFSET \(walked - 1) LIMIT 1
                 ), newest_hits AS (
                     SELECT * FROM messages n
                     WHERE n.conversation_id = mb.conversation_id
                       AND ($4::uuid IS NULL
-                           OR (n.created_at, n.conversation_id, n.seq) < (
-                               SELECT created_at, conversation_id, seq FROM messages
-                               WHERE conversation_id = $4::uuid AND seq = $5::int8))
+                           OR (n.created_at, n.conversation_id, n.seq) < (\(cursorTime), $4::uuid, $5::int8))
                       AND n.created_at >= coalesce((SELECT created_at FROM since), '-infinity')
                       AND (n.search_vector @@ q.query) IS TRUE
                     ORDER BY n.created_at DESC, n.seq DESC
@@ -156,8 +174,16 @@ struct SearchStatement: PostgresPreparedStatement {
         ) h ON numnode(q.query) > 0 AND querytree(q.query) <> 'T'
         ORDER BY h.created_at DESC, h.conversation_id DESC, h.seq DESC
         """
-    static let parameters = ["query", "user_id", "in_conversation", "after_conversation", "after_seq", "limit", "config"]
-    static let bindingDataTypes: [PostgresDataType] = [.text, .text, .uuid, .uuid, .int8, .int8, .text]
+    static let parameters = [
+        "query", "user_id", "in_conversation", "after_conversation", "after_seq", "limit", "config", "after_created_us",
+    ]
+    static let bindingDataTypes: [PostgresDataType] = [.text, .text, .uuid, .uuid, .int8, .int8, .text, .int8]
+
+    /// The cursor's `created_at`, exactly (whole seconds and microseconds
+    /// apart: a product of the whole count with an interval goes through a
+    /// double); NULL without a cursor.
+    static let cursorTime =
+        "(timestamptz 'epoch' + ($8::int8 / 1000000) * interval '1 second' + ($8::int8 % 1000000) * interval '1 microsecond')"
 
     var query: String
     var user: UserID
@@ -167,7 +193,7 @@ struct SearchStatement: PostgresPreparedStatement {
     var configuration: String
 
     func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 7)
+        var bindings = PostgresBindings(capacity: 8)
         bindings.append(query)
         bindings.append(user.rawValue)
         bindings.append(conversation)
@@ -175,6 +201,7 @@ struct SearchStatement: PostgresPreparedStatement {
         bindings.append(after?.seq)
         bindings.append(Int64(limit))
         bindings.append(configuration)
+        bindings.append(after?.createdAtMicroseconds)
         return bindings
     }
 
@@ -235,7 +262,7 @@ public enum SearchConfigurationChange: Sendable, Equatable {
 /// One step of the backfill of search vectors.
 public enum SearchBackfillStep: Sendable, Equatable {
     /// A batch of `count` messages got their vectors, up to `through`.
-    case filled(count: Int, through: SearchPosition)
+    case filled(count: Int, through: MessagePosition)
     /// Every message has its vector under the current configuration.
     case done
 }
@@ -349,7 +376,7 @@ extension ScrollbackStore {
             try await connection.query(
                 "UPDATE search_settings SET backfill_conversation = \(lastConversation), backfill_seq = \(lastSeq)",
                 logger: logger)
-            return .filled(count: Int(count), through: SearchPosition(conversationID: lastConversation, seq: lastSeq))
+            return .filled(count: Int(count), through: MessagePosition(conversationID: lastConversation, seq: lastSeq))
         }
     }
 }

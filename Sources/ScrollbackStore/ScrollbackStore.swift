@@ -80,6 +80,12 @@ public struct ScrollbackStore: Service {
 
     /// Records a user the first time they are seen. Users belong to the
     /// integrating app; this only remembers that they exist.
+    /// Forgets that this process recorded `user` (they were erased, here
+    /// or on another instance): their next request records them anew.
+    public func forgetKnownUser(_ user: UserID) {
+        knownUsers.forget(user)
+    }
+
     public func ensureUser(_ userID: UserID) async throws {
         if knownUsers.contains(userID) { return }
         _ = try await rows("INSERT INTO users (id) VALUES (\(userID.rawValue)) ON CONFLICT (id) DO NOTHING", writes: true, as: .ensureUser)

@@ -165,6 +165,40 @@ import Testing
         }
     }
 
+    /// Framing that cannot be read (RFC 9112 section 6.3): where the body
+    /// ends cannot be told, so the request is answered 400 at once, whether
+    /// it is the connection's first or follows one answered, the connection
+    /// is closed, and nothing is logged as an error (a client's mistake).
+    @Test(arguments: [
+        "POST /v1/conversations HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: 7\r\n\r\nhello",
+        "POST /v1/conversations HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+        "POST /v1/conversations HTTP/1.1\r\nHost: a\r\nContent-Length: abc\r\n\r\n",
+        "HELLO THERE\r\n\r\n",
+    ])
+    func malformedFramingIsAnswered400AtOnceAndClosed(_ request: String) async throws {
+        let log = CapturedLog()
+        try await TestServer.run(log: log) { server in
+            let port = try #require(server.client.port)
+            for earlier in ["", "GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n"] {
+                let connection = try await RawConnection.open(port: port)
+                if !earlier.isEmpty {
+                    try await connection.send(earlier)
+                    #expect(await connection.receive(#"{"status":"ok"}"#, within: .seconds(30)))
+                }
+                try await connection.send(request)
+                // The header deadline (10 s) would answer 408: a 400 is the framing's.
+                #expect(await connection.closed(within: .seconds(30)), "\(connection.receivedText)")
+                let answers = connection.receivedText.components(separatedBy: "HTTP/1.1 ").dropFirst().map { $0.prefix(3) }
+                #expect(answers == (earlier.isEmpty ? ["400"] : ["200", "400"]), "\(connection.receivedText)")
+                #expect(connection.receivedText.contains(#""code":"bad_request""#))
+            }
+            // The server goes on serving.
+            let after = try await server.request(.get, "/v1/conversations", as: "alice")
+            #expect(after.status == .ok)
+        }
+        #expect(log.messages(at: .error).isEmpty && log.messages(at: .critical).isEmpty, "\(log.messages(at: .error))")
+    }
+
     @Test func aClientTricklingItsHeadIsAnswered408AndCut() async throws {
         try await TestServer.run(configure: Self.quick) { server in
             let request = Self.head("GET", "/v1/conversations", token: try await server.token("alice"), [])

@@ -56,6 +56,36 @@ import Testing
         }
     }
 
+    /// One phone's token registered by ten users at once (the app signed
+    /// in and out fast, or a replayed request), five times over: every
+    /// request is answered 200 or 201, never 500, one device holds the token
+    /// after each round, and no log line holds it.
+    @Test func aTokenRegisteredByManyUsersAtOnceEndsWithOneOfThem() async throws {
+        let log = CapturedLog()
+        try await TestServer.run(log: log) { server in
+            let users = (1...10).map { "user\($0)" }
+            for round in 1...5 {
+                let token = "race-token-\(round)-" + String(repeating: "f", count: 40)
+                let statuses = try await withThrowingTaskGroup(of: HTTPResponse.Status.self) { group in
+                    for user in users {
+                        group.addTask { try await Self.register(server, "phone", as: user, platform: "fcm", token: token).status }
+                    }
+                    return try await group.reduce(into: []) { $0.append($1) }
+                }
+                #expect(statuses.allSatisfy { $0 == .ok || $0 == .created }, "round \(round): \(statuses)")
+                var holders: [String] = []
+                for user in users {
+                    let devices = try await server.request(.get, "/v1/devices", as: user).decode(DeviceList.self).devices
+                    if devices.contains(where: { $0.token == token }) { holders.append(user) }
+                }
+                #expect(holders.count == 1, "round \(round): \(holders)")
+            }
+        }
+        let lines = log.entries.map { "\($0.message) \($0.metadata)" }
+        #expect(!lines.contains { $0.contains("race-token") }, "\(lines.filter { $0.contains("race-token") })")
+        #expect(log.messages(at: .error).isEmpty, "\(log.messages(at: .error))")
+    }
+
     @Test func badDevicesAreRefusedWithWhatToFixAndTheLimitHolds() async throws {
         try await TestServer.run { server in
             func code(_ reply: TestServer.Reply) throws -> APIErrorCode { try reply.error().error.code }

@@ -100,6 +100,50 @@ import Testing
         }
     }
 
+    /// The same file imported by three clients at once (a long import
+    /// retried), three times over: each import answers 200, one stores the
+    /// history, the others find it imported, and it is there once.
+    @Test func theSameFileImportedAtOnceIsStoredOnce() async throws {
+        try await LiveCluster.run(instances: 2) { cluster in
+            let server = try await cluster.tokens.serverToken(named: "migration", ttl: 600)
+            for round in 0..<3 {
+                let id = UUID()
+                let file = try Self.ndjson(Self.history(id, count: 200, prefix: "r\(round)"))
+                let replies = try await withThrowingTaskGroup(of: LiveCluster.HTTPReply.self) { group in
+                    for n in 0..<3 {
+                        group.addTask { try await cluster.request(.POST, "/v1/admin/import", token: server, body: file, on: n % 2) }
+                    }
+                    return try await group.reduce(into: []) { $0.append($1) }
+                }
+                #expect(replies.map(\.status) == [200, 200, 200], "round \(round): \(replies.map(\.status))")
+                let reports = try replies.map { try $0.decode(ImportReport.self) }
+                #expect(reports.map(\.messages).sorted() == [0, 0, 200], "round \(round)")
+                #expect(reports.map(\.alreadyImported).sorted() == [0, 1, 1], "round \(round)")
+                #expect(try await cluster.store.values(Int64.self, "SELECT count(*) FROM messages WHERE conversation_id = \(id)") == [200])
+            }
+        }
+    }
+
+    /// A conversation may have one owner: a file that gives it two, or an
+    /// owner beside the one it has, is refused by line, never a 500.
+    @Test func aSecondOwnerIsAProblemOfTheFile() async throws {
+        try await LiveCluster.run { cluster in
+            let server = try await cluster.tokens.serverToken(named: "migration", ttl: 600)
+            let id = UUID()
+            var lines = Self.history(id, count: 2)
+            lines.append(.member("carol", of: id, role: .owner))
+            let two = try await cluster.request(.POST, "/v1/admin/import", token: server, body: try Self.ndjson(lines))
+            #expect(two.status == 422)
+            #expect(try two.decode(ImportReport.self).problems.first?.message.contains("more than one owner") == true)
+
+            let stored = try await cluster.conversation("dave", members: [])
+            let beside = [ImportLine.member("erin", of: stored, role: .owner)]
+            let refused = try await cluster.request(.POST, "/v1/admin/import", token: server, body: try Self.ndjson(beside))
+            #expect(refused.status == 422)
+            #expect(try refused.decode(ImportReport.self).problems.map(\.line) == [1])
+        }
+    }
+
     /// Every problem, by line, and nothing of the import stored.
     @Test func everyProblemIsReportedByLineAndNothingIsStored() async throws {
         try await LiveCluster.run { cluster in

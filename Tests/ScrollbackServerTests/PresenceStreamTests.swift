@@ -135,7 +135,9 @@ import Testing
             defer { alice.close() }
             try await cluster.subscribe(alice, to: id, presence: true)
 
-            // Carol's socket is on an instance that writes once, then dies.
+            // Carol's socket is on an instance that writes once, then dies
+            // (her socket's authentication recorded her, as any does).
+            try await cluster.store.ensureUser(UserID(rawValue: carolName))
             let killed = UUID()
             try await cluster.store.presenceWrite(killed, ttl: .seconds(1), sockets: [(carolName, 1)], replacingAll: true)
             let beatAt = Date()

@@ -243,6 +243,28 @@ import Testing
         }
     }
 
+    /// The owner hands ownership to two members at once, on two instances,
+    /// ten times over: one handover answers 200, the other 403 (the owner
+    /// it was asked of is an admin by then), never 500, and the
+    /// conversation has one owner, the member of the handover that won.
+    @Test func twoHandoversAtOnceGiveOneOwnerAndA403() async throws {
+        try await LiveCluster.run(instances: 2) { cluster in
+            for round in 0..<10 {
+                let id = try await cluster.conversation("alice", members: ["bob", "carol"])
+                async let toBob = cluster.request(
+                    .PATCH, "/v1/conversations/\(id)/members/bob", as: "alice", body: #"{"role": "owner"}"#, on: round % 2)
+                async let toCarol = cluster.request(
+                    .PATCH, "/v1/conversations/\(id)/members/carol", as: "alice", body: #"{"role": "owner"}"#,
+                    on: (round + 1) % 2)
+                let (bob, carol) = try await (toBob, toCarol)
+                #expect(Set([bob.status, carol.status]) == [200, 403], "round \(round): \(bob.status) \(carol.status)")
+                let winner = bob.status == 200 ? "bob" : "carol"
+                let owners = try await cluster.store.members(of: id, for: "alice").filter { $0.role == .owner }
+                #expect(owners.map(\.userId) == [winner], "round \(round): \(owners)")
+            }
+        }
+    }
+
     /// A ban and an add of the same user, at once, many times: the user
     /// always ends out of the conversation and banned, and the add is
     /// answered either as done (before the ban) or `member_banned`.

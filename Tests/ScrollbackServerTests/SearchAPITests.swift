@@ -54,6 +54,57 @@ import Testing
         }
     }
 
+    /// A cursor written by hand, naming a conversation the caller is not in
+    /// (a message of it that exists and one that does not), tells nothing
+    /// of that conversation: both answers are the same, of the caller's own
+    /// messages. In one conversation's search it is refused.
+    @Test func aForgedCursorTellsNothingOfAnotherConversation() async throws {
+        try await TestServer.run { server in
+            // Eve's messages first: a cursor that read the other
+            // conversation's message would page below it, over all of hers.
+            let mine = try await server.createConversation(as: "eve")
+            for n in 1...3 { _ = try await server.send("plans \(n)", to: mine.id, as: "eve") }
+            let secret = try await server.createConversation(as: "mallory", members: ["trent"])
+            _ = try await server.send("secret plans", to: secret.id, as: "mallory")
+            _ = try await server.send("more secret plans", to: secret.id, as: "trent")
+
+            let first = try await server.request(.get, Self.path([("q", "plans"), ("limit", "1")]), as: "eve")
+            let cursor = try #require(try first.decode(SearchResults.self).next)
+            // The cursor as eve could read it, with the conversation and the
+            // seq (its last field) replaced by those of another one.
+            func forged(seq: Int64) throws -> String {
+                let text = try #require(OpaqueCursor.decode(cursor, maxLength: 256))
+                let own = mine.id.uuidString.lowercased()
+                #expect(text.contains(own), "\(text)")
+                var fields = text.replacingOccurrences(of: own, with: secret.id.uuidString.lowercased())
+                    .split(separator: ":").map(String.init)
+                fields[fields.count - 1] = String(seq)
+                return OpaqueCursor.encode(fields.joined(separator: ":"))
+            }
+            func answer(_ before: String, in conversation: UUID? = nil) async throws -> TestServer.Reply {
+                var items = [("q", "plans"), ("before", before)]
+                if let conversation { items.append(("conversation_id", conversation.uuidString)) }
+                return try await server.request(.get, Self.path(items), as: "eve")
+            }
+            let existing = try await answer(try forged(seq: 2))
+            let missing = try await answer(try forged(seq: 999))
+            #expect(existing.status == .ok && missing.status == .ok, "\(existing.text) \(missing.text)")
+            #expect(existing.text == missing.text)
+            let hits = try existing.decode(SearchResults.self).hits
+            // Below the cursor's time (its own message too, or not, by how the
+            // two conversation ids compare): eve's messages only.
+            #expect(!hits.isEmpty && hits.allSatisfy { $0.conversationId == mine.id }, "\(existing.text)")
+            #expect(hits.map(\.message.body).suffix(2) == ["plans 2", "plans 1"], "\(existing.text)")
+
+            let inOne = try await answer(try forged(seq: 2), in: mine.id)
+            #expect(inOne.status == .badRequest, "\(inOne.text)")
+            #expect(try inOne.error().error.code == .invalidParameter)
+            // The cursor of the server before this one: search again.
+            let earlier = try await answer(OpaqueCursor.encode("s:\(secret.id.uuidString.lowercased()):1"))
+            #expect(earlier.status == .badRequest && earlier.text.contains("search again"), "\(earlier.text)")
+        }
+    }
+
     @Test func badSearchesAreRefusedWithWhatToFix() async throws {
         try await TestServer.run { server in
             let mine = try await server.createConversation(as: "alice")

@@ -22,15 +22,20 @@ struct TestServer {
     let store: ScrollbackStore
     let tokens: TokenAuthority
 
+    /// Runs `test` against a server of its own; `log`, when given, receives
+    /// what the server logs (from `.info` up).
     static func run(
-        configure: (inout ScrollbackConfiguration) -> Void = { _ in },
+        configure: (inout ScrollbackConfiguration) -> Void = { _ in }, log: CapturedLog? = nil,
         _ test: @escaping @Sendable (TestServer) async throws -> Void
     ) async throws {
         var configuration = configuration
         configure(&configuration)
         try await TestDatabase.withStore(maximumConnections: 10) { [configuration] store in
-            var logger = Logger(label: "scrollback.tests.server")
-            logger.logLevel = .warning
+            var logger = Logger(label: "scrollback.tests.server") { label in
+                if let log { return log.handler() }
+                return StreamLogHandler.standardError(label: label)
+            }
+            logger.logLevel = log == nil ? .warning : .info
             let app = try await buildApplication(
                 configuration: configuration, store: store, logger: logger, migrateOnStart: false)
             let tokens = try await TokenAuthority(secret: secret)

@@ -155,6 +155,36 @@ import Testing
         }
     }
 
+    /// A phone photo's header runs past its first pieces (a 30 KB EXIF
+    /// segment before the frame header) and the pieces are short: the
+    /// inspection reads as many stored pieces as the header takes.
+    @Test func aResumedPhotoWhoseHeaderOutrunsItsFirstPiecesIsInspectedWhole() async throws {
+        try await Self.withFlow { flow in
+            var exif: [UInt8] = Array("Exif".utf8) + [0, 0] + Array("MM".utf8) + [0, 42, 0, 0, 0, 8, 0, 0, 0, 0, 0, 0]
+            exif += [UInt8](repeating: 0, count: 30_000 - exif.count)
+            let length = UInt16(exif.count + 2)
+            let frame = Self.jpeg(width: 640, height: 480)
+            let bytes = [0xFF, 0xD8, 0xFF, 0xE1] + withUnsafeBytes(of: length.bigEndian, Array.init) + exif
+                + frame.dropFirst(2) + [UInt8](repeating: 9, count: 5_000)
+            let ticket = try await flow.upload("photo.jpg", "image/jpeg", bytes)
+            var sent = 0
+            var last: TestServer.Reply?
+            for piece in [10_000, 7, 300, bytes.count - 10_307] {
+                let reply = try await flow.put(
+                    ticket, bytes[sent..<(sent + piece)], range: "bytes \(sent)-\(sent + piece - 1)/\(bytes.count)")
+                #expect(reply.status == .ok, "after \(sent + piece) bytes: \(reply.text)")
+                sent += piece
+                last = reply
+            }
+            let done = try #require(last).decode(UploadProgress.self)
+            #expect(done.complete && done.attachment?.width == 640 && done.attachment?.height == 480, "\(done)")
+            _ = try await flow.send("resumed photo", attachments: [ticket.uploadId])
+            let download = try await flow.server.request(.get, try #require(done.attachment).url, as: "bob")
+            #expect(Array(download.body) == bytes)
+            #expect(download.headers[.eTag] == Self.etag(of: bytes))
+        }
+    }
+
     /// Each bad input gets its own clear 4xx, and leaves what was stored as it was.
     @Test func badUploadsAreRefusedWithWhatToFix() async throws {
         try await Self.withFlow { flow in
@@ -162,6 +192,16 @@ import Testing
             #expect(try code(try await flow.announce("a.png", "image/png", size: 0)) == .invalidUploadSize)
             #expect(try code(try await flow.announce("a.png", "image/png", size: 26 * 1024 * 1024)) == .invalidUploadSize)
             #expect(try code(try await flow.announce("../a.png", "image/png", size: 10)) == .invalidUpload)
+            // Bidirectional controls: a name that shows other than it is.
+            for control in ["\u{202E}", "\u{202A}", "\u{202D}", "\u{2066}", "\u{2069}", "\u{200F}", "\u{061C}"] {
+                let bidi = try await flow.announce("invoice\(control)gnp.exe", "image/png", size: 10)
+                #expect(bidi.status == .unprocessableContent, "\(bidi.text)")
+                let hex = String(control.unicodeScalars.first!.value, radix: 16, uppercase: true)
+                #expect(try bidi.error().error.code == .invalidUpload && bidi.text.contains("U+\(hex)"), "\(bidi.text)")
+            }
+            // Right-to-left names themselves are names.
+            let hebrew = try await flow.announce("תמונה.png", "image/png", size: 10)
+            #expect(hebrew.status == .created, "\(hebrew.text)")
             #expect(try code(try await flow.announce("a.png", "not a type", size: 10)) == .invalidUpload)
             #expect(try code(try await flow.announce("a.png", "image/png", size: 10, blurhash: "nope")) == .invalidUpload)
             let outsider = try await flow.announce("a.png", "image/png", size: 10, as: "mallory")

@@ -11,6 +11,15 @@ import Testing
 @Suite struct UploadKindTests {
     static let secret = String(repeating: "s", count: 32)
 
+    /// A name stored before bidirectional controls were refused is given
+    /// without them, in both forms of `Content-Disposition`.
+    @Test func aStoredNameIsDownloadedWithoutItsBidiControls() {
+        let header = AttachmentDownload.contentDispositionFilename("invoice\u{202E}gnp\u{2066}.exe")
+        #expect(header == "filename=\"invoicegnp.exe\"; filename*=UTF-8''invoicegnp.exe", "\(header)")
+        let hebrew = AttachmentDownload.contentDispositionFilename("שלום.png")
+        #expect(hebrew.contains("filename*=UTF-8''%D7%A9%D7%9C%D7%95%D7%9D.png"), "\(hebrew)")
+    }
+
     @Test func everyKindIsTakenByDefault() throws {
         let configuration = try ScrollbackConfiguration(environment: [:])
         #expect(configuration.uploads.allowedKinds == [.image, .video, .file])

@@ -68,7 +68,8 @@ public func buildApplication(
                 limits: connections, maxUploadBytes: Int(configuration.uploads.maxBytes), gate: gate,
                 onRefused: { metrics?.refusedConnection(kind: "http") },
                 onTimedOut: { metrics?.refusedConnection(kind: "timed_out") },
-                onBodyTooLarge: { metrics?.refusedConnection(kind: "body_too_large") })
+                onBodyTooLarge: { metrics?.refusedConnection(kind: "body_too_large") },
+                onMalformed: { metrics?.refusedConnection(kind: "malformed") })
         },
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "scrollback"),
         onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) },

@@ -27,6 +27,8 @@ struct GuardedChildChannel<Base: ServerChildChannel>: ServerChildChannel {
     var onTimedOut: @Sendable () -> Void = {}
     /// Called for each request cut for a body over the limit.
     var onBodyTooLarge: @Sendable () -> Void = {}
+    /// Called for each request whose framing could not be read (400).
+    var onMalformed: @Sendable () -> Void = {}
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         guard gate.enter() else {
@@ -42,11 +44,14 @@ struct GuardedChildChannel<Base: ServerChildChannel>: ServerChildChannel {
                 SlowClientGuard(
                     limits: limits.timer, maxBodyBytes: limits.maxBodyBytes, maxUploadBytes: maxUploadBytes,
                     onTimedOut: onTimedOut,
-                    onBodyTooLarge: onBodyTooLarge),
+                    onBodyTooLarge: onBodyTooLarge, onMalformed: onMalformed),
                 name: SlowClientGuard.name)
         }.flatMap {
             base.setup(channel: channel, logger: logger)
-        }.map { Value(channel: channel, base: $0) }
+        }.flatMapThrowing { value in
+            try MalformedRequestCatcher.add(to: channel)
+            return Value(channel: channel, base: value)
+        }
     }
 
     func handle(value: Value, logger: Logger) async {

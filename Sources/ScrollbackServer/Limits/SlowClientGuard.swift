@@ -40,6 +40,7 @@ final class SlowClientGuard: ChannelDuplexHandler, RemovableChannelHandler {
     /// The cap of the request under way: one of the two above.
     private var bodyLimit: Int
     private let onBodyTooLarge: @Sendable () -> Void
+    private let onMalformed: @Sendable () -> Void
     /// The body bytes of the request under way, as decoded (chunk framing
     /// not counted).
     private var bodyBytes = 0
@@ -62,7 +63,8 @@ final class SlowClientGuard: ChannelDuplexHandler, RemovableChannelHandler {
     init(
         limits: RequestTimer.Limits, maxBodyBytes: Int = APILimits.maxRequestBodyBytes,
         maxUploadBytes: Int = Int(APILimits.maxUploadBytes),
-        onTimedOut: @escaping @Sendable () -> Void = {}, onBodyTooLarge: @escaping @Sendable () -> Void = {}
+        onTimedOut: @escaping @Sendable () -> Void = {}, onBodyTooLarge: @escaping @Sendable () -> Void = {},
+        onMalformed: @escaping @Sendable () -> Void = {}
     ) {
         timer = RequestTimer(limits: limits, now: .zero)
         self.maxBodyBytes = maxBodyBytes
@@ -70,6 +72,7 @@ final class SlowClientGuard: ChannelDuplexHandler, RemovableChannelHandler {
         self.bodyLimit = maxBodyBytes
         self.onTimedOut = onTimedOut
         self.onBodyTooLarge = onBodyTooLarge
+        self.onMalformed = onMalformed
     }
 
     private var now: Duration { .nanoseconds((NIODeadline.now() - origin).nanoseconds) }
@@ -115,8 +118,22 @@ final class SlowClientGuard: ChannelDuplexHandler, RemovableChannelHandler {
         check?.cancel()
         check = nil
         quiescing = false
-        context.writeAndFlush(wrapOutboundOut(ByteBuffer())).whenComplete { _ in context.close(promise: nil) }
+        closing = true
+        let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        context.writeAndFlush(wrapOutboundOut(ByteBuffer())).whenComplete { _ in loopBound.value.closeQuietly(context) }
         return true
+    }
+
+    /// Closes a connection that no request is using as a client's own
+    /// close would end it: the WebSocket upgrade's negotiation, still
+    /// waiting for a first request, ends as for input closed (a trace line)
+    /// rather than as a handler removed under it (an error line for every
+    /// idle connection).
+    /// (What the decoder makes of a head cut short by it is not answered.)
+    private func closeQuietly(_ context: ChannelHandlerContext) {
+        closing = true
+        context.fireUserInboundEventTriggered(ChannelEvent.inputClosed)
+        context.close(promise: nil)
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
@@ -161,7 +178,47 @@ final class SlowClientGuard: ChannelDuplexHandler, RemovableChannelHandler {
 
     func requestEnded() { timer.requestEnded(now: now) }
     func responseBegan() { answerBegan = true }
-    func responseEnded() { timer.responseEnded(now: now) }
+    func responseEnded() {
+        timer.responseEnded(now: now)
+        if let reason = malformedAfterAnswer, let context {
+            malformedAfterAnswer = nil
+            // Once the end of this answer has gone past this handler (it is
+            // on its way down the pipeline now).
+            let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
+            context.eventLoop.execute { loopBound.value.answerMalformed(reason) }
+        }
+    }
+
+    /// Why the request after the one being answered cannot be read
+    /// (``MalformedRequestCatcher``): its 400 follows the answer.
+    private var malformedAfterAnswer: String?
+    /// The server is closing the connection itself, with no answer.
+    private var closing = false
+
+    /// A request's framing cannot be read (``MalformedRequestCatcher``):
+    /// answered 400 and the connection closed, at once or, when an earlier
+    /// request on the connection is still being answered (they were sent
+    /// together), after that answer.
+    func refuseMalformed(_ reason: String) {
+        guard !cut, !closing, context != nil else { return }
+        onMalformed()
+        guard timer.isIdle else {
+            malformedAfterAnswer = reason
+            return
+        }
+        answerMalformed(reason)
+    }
+
+    private func answerMalformed(_ reason: String) {
+        guard !cut, let context else { return }
+        cut = true
+        check?.cancel()
+        check = nil
+        let answer = CannedResponse.bytes(
+            status: "400 Bad Request", code: .badRequest,
+            message: "The request cannot be read: \(reason). The connection is closed.")
+        context.writeAndFlush(wrapOutboundOut(answer)).whenComplete { _ in context.close(promise: nil) }
+    }
 
     /// `bytes` more of the request's body arrived. The part that passes
     /// the limit still goes on (a route reading the body then refuses it
@@ -194,7 +251,7 @@ final class SlowClientGuard: ChannelDuplexHandler, RemovableChannelHandler {
             return
         case .close:
             check?.cancel()
-            context.close(promise: nil)
+            closeQuietly(context)
         case .timeOut:
             check?.cancel()
             onTimedOut()

@@ -52,6 +52,7 @@ public struct LiveDelivery: Service {
                     metrics.received(signal)
                     switch signal {
                     case .event(.blocks(let user)): blockLists.changed(user)
+                    case .event(.erased(let user)): store.forgetKnownUser(user)
                     case .listening, .lost: blockLists.forgetAll()
                     case .event: break
                     }

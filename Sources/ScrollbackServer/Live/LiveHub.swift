@@ -138,6 +138,13 @@ actor LiveHub {
         case .event(.blocks(let user)):
             blocksNamed.insert(user)
             wakeWorker.yield()
+        case .event(.erased(let user)):
+            // Closed as a token that is no longer valid is: the client signs
+            // in again (and the product's sign-in knows the account is gone).
+            for socket in sockets.values where socket.user == user {
+                socket.send(.error(code: .unauthorized, message: "The user was erased.", ref: nil))
+                socket.close(code: StreamCloseCode.unauthorized, reason: "user erased")
+            }
         case .listening:
             presenceOfEveryone = true
             blocksOfEveryone = true

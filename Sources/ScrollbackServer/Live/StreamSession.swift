@@ -282,7 +282,7 @@ final class StreamSession: Sendable {
         case let error as APIError: apiError = error
         case let error as StoreError: apiError = APIError(error)
         default:
-            logger.error("unexpected error on the live stream", metadata: ["error": "\(String(reflecting: error))"])
+            logger.error("unexpected error on the live stream", metadata: ["error": "\(LoggedError.describe(error))"])
             apiError = APIError(.internalServerError, .internalError, "Something went wrong on our side.")
         }
         socket.send(.error(code: apiError.code, message: apiError.message, ref: ref, retryAfter: apiError.retryAfterSeconds))

@@ -22,6 +22,7 @@ struct LiveMetrics: Sendable {
     /// `presence` (users whose presence may have changed).
     static let notificationKinds = [
         "message", "read", "member_added", "member_removed", "member_updated", "typing", "presence", "blocks",
+        "erased",
     ]
 
     init(factory: any MetricsFactory) {
@@ -80,6 +81,7 @@ struct LiveMetrics: Sendable {
         case .presence: "presence"
         case .memberUpdated: "member_updated"
         case .blocks: "blocks"
+        case .erased: "erased"
         }
     }
 }

@@ -27,7 +27,7 @@ public final class ScrollbackMetrics: Sendable {
     /// The rate limits' kinds, counted from zero.
     static let rateLimitKinds = ["send", "conversation", "member", "typing", "subscribe", "upload"]
     /// What a refused connection was.
-    static let connectionKinds = ["http", "socket", "timed_out", "body_too_large"]
+    static let connectionKinds = ["http", "socket", "timed_out", "body_too_large", "malformed"]
 
     /// The buckets of every latency histogram: from half a millisecond (a
     /// page from a warm cache) to ten seconds (past the statement timeout).
@@ -58,7 +58,8 @@ public final class ScrollbackMetrics: Sendable {
 
     /// A connection refused by the connection cap (`kind` http or socket),
     /// or cut for a request that arrived too slowly (timed_out) or whose
-    /// body passed the limit (body_too_large).
+    /// body passed the limit (body_too_large), or whose framing could not be
+    /// read (malformed).
     public func refusedConnection(kind: String) {
         refusals.increment(kind)
     }

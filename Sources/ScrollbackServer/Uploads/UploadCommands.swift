@@ -304,7 +304,7 @@ struct UploadCommands: Sendable {
         guard let key = attachment.objectKey, case .objectStore(let objects) = storage else { return nil }
         do {
             return try objects.presignedDownload(
-                key: key, expires: UploadStorage.downloadLinkLifetime, filename: attachment.filename,
+                key: key, expires: UploadStorage.downloadLinkLifetime, filename: Validation.withoutBidiControls(attachment.filename),
                 contentType: inspection.contentType, inline: AttachmentDownload.inlineTypes.contains(inspection.contentType))
         } catch {
             throw unavailable(error)

@@ -25,7 +25,8 @@ enum UploadStorage: Sendable {
     /// link copied out of the app soon stops working.
     static let downloadLinkLifetime = Duration.seconds(300)
 
-    /// Up to `limit` bytes of `upload` from `start`: fewer only at its end.
+    /// Up to `limit` bytes of `upload` from `start`: fewer only at its end
+    /// (or where the bytes stored stop short of it).
     func bytes(of upload: Upload, from start: Int64, upTo limit: Int, store: ScrollbackStore) async throws -> [UInt8] {
         guard limit > 0, start < upload.size else { return [] }
         if let key = upload.objectKey, case .objectStore(let objects) = self {
@@ -33,15 +34,24 @@ enum UploadStorage: Sendable {
             let buffer = try await objects.read(key: key, range: start...last)
             return Array(buffer.readableBytesView)
         }
+        // The chunks have the sizes the PUTs gave them (a resumed upload's
+        // first piece may be a few bytes): read on until `limit` bytes or
+        // the end, whatever they were.
+        let wanted = min(limit, Int(upload.size - start))
         var out: [UInt8] = []
-        out.reserveCapacity(min(limit, Int(upload.size - start)))
-        for chunk in try await store.uploadChunks(upload.id, in: upload.conversation, from: start, limit: limit) {
-            var buffer = chunk.bytes
-            let skip = Int(max(0, start - chunk.start))
-            buffer.moveReaderIndex(forwardBy: min(skip, buffer.readableBytes))
-            let take = min(buffer.readableBytes, limit - out.count)
-            out.append(contentsOf: buffer.readableBytesView.prefix(take))
-            if out.count >= limit { break }
+        out.reserveCapacity(wanted)
+        while out.count < wanted {
+            let position = start + Int64(out.count)
+            let chunks = try await store.uploadChunks(
+                upload.id, in: upload.conversation, from: position, limit: wanted - out.count)
+            guard !chunks.isEmpty else { break }
+            for chunk in chunks {
+                var buffer = chunk.bytes
+                let skip = Int(max(0, start + Int64(out.count) - chunk.start))
+                buffer.moveReaderIndex(forwardBy: min(skip, buffer.readableBytes))
+                out.append(contentsOf: buffer.readableBytesView.prefix(wanted - out.count))
+                if out.count >= wanted { break }
+            }
         }
         return out
     }

@@ -16,7 +16,7 @@ struct SearchController {
         let parameters = QueryParameters(request)
         let query = try Self.query(parameters)
         let conversation = try Self.conversation(parameters)
-        let after = try parameters.single("before").map(SearchCursor.decode)
+        let after = try parameters.single("before").map { try SearchCursor.decode($0, within: conversation) }
         let limit = try parameters.integer("limit", in: APILimits.searchLimit) ?? APILimits.defaultSearchLimit
         switch try await store.search(query, for: user, in: conversation, after: after, limit: limit) {
         case .noSearchableWords:

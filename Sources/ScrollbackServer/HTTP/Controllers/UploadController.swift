@@ -166,8 +166,11 @@ enum AttachmentDownload {
         return headers
     }
 
-    /// `filename` for any client (ASCII, quoted) and `filename*` (RFC 5987) for the real name.
-    static func contentDispositionFilename(_ name: String) -> String {
+    /// `filename` for any client (ASCII, quoted) and `filename*` (RFC 5987)
+    /// for the real name, without bidirectional controls (a name stored
+    /// before they were refused).
+    static func contentDispositionFilename(_ stored: String) -> String {
+        let name = Validation.withoutBidiControls(stored)
         let ascii = String(name.unicodeScalars.map { $0.isASCII && $0 != "\"" && $0 != "\\" && $0.value >= 0x20 ? Character($0) : "_" })
         let encoded = name.addingPercentEncoding(withAllowedCharacters: rfc5987) ?? ""
         return "filename=\"\(ascii)\"; filename*=UTF-8''\(encoded)"

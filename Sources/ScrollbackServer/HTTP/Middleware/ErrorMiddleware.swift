@@ -18,7 +18,7 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             return try await next(request, context)
         } catch {
             guard let answer = APIError(answering: error, maxBodyBytes: maxBodyBytes) else {
-                context.logger.error("unexpected error", metadata: ["error": "\(String(reflecting: error))"])
+                context.logger.error("unexpected error", metadata: ["error": "\(LoggedError.describe(error))"])
                 return try APIError.unexpected.response(from: request, context: context)
             }
             return try answer.response(from: request, context: context)

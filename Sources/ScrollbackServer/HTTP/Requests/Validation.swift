@@ -41,8 +41,18 @@ enum Validation {
     }
 
     /// An upload's file name: 1 to ``APILimits/maxFilenameLength`` code
-    /// points, no control characters, no path separators.
+    /// points, no control characters, no path separators, and no
+    /// bidirectional controls (U+061C, U+200E, U+200F, U+202A to U+202E,
+    /// U+2066 to U+2069): `invoice\u{202E}gnp.exe` shows as
+    /// `invoiceexe.png`, an executable dressed as a picture.
     static func filename(_ name: String) throws -> String {
+        if let bidi = name.unicodeScalars.first(where: \.properties.isBidiControl) {
+            let code = "U+" + String(bidi.value, radix: 16, uppercase: true)
+            throw APIError.unprocessable(
+                .invalidUpload,
+                "Field `filename` must not contain bidirectional controls, which make a name show other than it is: "
+                    + "it has \(code) \(bidi.properties.name ?? "").")
+        }
         let length = name.unicodeScalars.count
         guard (1...APILimits.maxFilenameLength).contains(length),
             !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control || $0 == "/" || $0 == "\\" }),
@@ -53,6 +63,14 @@ enum Validation {
                 "Field `filename` must be a file name of 1 to \(APILimits.maxFilenameLength) characters, without control characters, `/` or `\\`.")
         }
         return name
+    }
+
+    /// `name` without bidirectional controls: how a file name stored before
+    /// they were refused is given in a download's `Content-Disposition`.
+    static func withoutBidiControls(_ name: String) -> String {
+        var scalars = String.UnicodeScalarView()
+        scalars.append(contentsOf: name.unicodeScalars.filter { !$0.properties.isBidiControl })
+        return String(scalars)
     }
 
     /// An upload's declared content type: `type/subtype` (parameters allowed).

@@ -104,7 +104,7 @@ public struct APIError: Error, HTTPResponseError, Equatable {
         case .reportedUserNotFound:
             self.init(.notFound, .memberNotFound, "You share no conversation with a user of this id.")
         case .userNotFound:
-            self.init(.notFound, .userNotFound, "The service knows no user of this id (or erased them).")
+            self.init(.notFound, .userNotFound, "The service holds nothing about a user of this id (or erased them).")
         case .reportNotFound:
             self.init(.notFound, .reportNotFound, "There is no report with this id.")
         case .reportResolvedOtherwise:
