@@ -64,12 +64,13 @@ extension ScrollbackStore {
     /// Everything about `user`, one record at a time (`UserExportRecord`):
     /// the user, each conversation with their role and read marker (or that
     /// they left it), their messages in each, their reactions, devices (no
-    /// tokens), the reports they filed and the users they blocked.
-    /// `StoreError.userNotFound` for a user the service does not know.
+    /// tokens), the reports they filed and the users they blocked. Ask
+    /// `userExists` first (the admin route does, to answer 404 before it
+    /// streams): for a user the service holds nothing about, this emits a
+    /// `user` record and nothing more.
     public func exportUser(
         _ user: UserID, batch: Int = privacyBatch, emit: (UserExportRecord) async throws -> Void
     ) async throws {
-        guard try await userExists(user) else { throw StoreError.userNotFound }
         // No row for a user who never called the service (others added them).
         let found = try await rows(
             "SELECT created_at, last_seen_at FROM users WHERE id = \(user.rawValue)", writes: false, as: .privacy)
