@@ -35,6 +35,11 @@ public enum FeedEvent: Sendable, Equatable {
     /// `user` was erased: every instance closes their sockets and forgets
     /// it knew them.
     case erased(user: UserID)
+    /// `user`'s tokens issued before `before` were revoked (`POST
+    /// /v1/admin/users/{id}/revoke`, or an erasure): every instance refuses
+    /// them from now on and closes that user's sockets. Payload
+    /// `v:<unix microseconds>:<user id>`, the id last.
+    case revoked(user: UserID, before: Date)
 
     /// The feed's channel in the `public` schema, where the server keeps its
     /// tables. Each schema has its own (`feed_channel()`, sql/027): PostgreSQL's
@@ -97,6 +102,12 @@ public enum FeedEvent: Sendable, Equatable {
             self = .erased(user: UserID(rawValue: String(parts[1])))
             return
         }
+        if parts.first == "v" {
+            let fields = payload.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
+            guard fields.count == 3, let micros = Int64(fields[1]), !fields[2].isEmpty else { return nil }
+            self = .revoked(user: UserID(rawValue: String(fields[2])), before: Date(timeIntervalSince1970: Double(micros) / 1_000_000))
+            return
+        }
         if parts.first == "o" {
             guard parts.count >= 2 else { return nil }
             self = .presence(users: parts.dropFirst().map { UserID(rawValue: String($0)) })
@@ -150,7 +161,7 @@ public enum FeedEvent: Sendable, Equatable {
     /// version does not know (from a newer instance during a rolling
     /// deploy) may still change what the conversation's pages show.
     static func conversation(in payload: String) -> UUID? {
-        guard !payload.hasPrefix("o:"), !payload.hasPrefix("k:"), !payload.hasPrefix("e:") else { return nil }
+        guard !payload.hasPrefix("o:"), !payload.hasPrefix("k:"), !payload.hasPrefix("e:"), !payload.hasPrefix("v:") else { return nil }
         let parts = payload.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
         return parts.count >= 2 ? UUID(uuidString: String(parts[1])) : nil
     }
@@ -162,7 +173,7 @@ public enum FeedEvent: Sendable, Equatable {
         case .changed(let id, _, _), .read(let id, _, _), .memberRemoved(let id, _), .memberAdded(let id, _),
             .memberUpdated(let id, _, _), .typing(let id, _):
             id
-        case .presence, .blocks, .erased:
+        case .presence, .blocks, .erased, .revoked:
             nil
         }
     }

@@ -415,7 +415,7 @@ struct LiveRouting {
             break  // read by the hub's presence pass, then `presence(_:in:)`
         case .blocks:
             break  // read by the hub's pass, then `setBlocked(_:for:)`
-        case .erased:
+        case .erased, .revoked:
             break  // the hub closes the user's sockets, which ends their subscriptions
         }
     }

@@ -82,6 +82,7 @@ struct LiveMetrics: Sendable {
         case .memberUpdated: "member_updated"
         case .blocks: "blocks"
         case .erased: "erased"
+        case .revoked: "revoked"
         }
     }
 }
