@@ -22,9 +22,12 @@ actor LiveConnection {
     /// The app is in the background: new subscribers are told so at once.
     private var isSuspended = false
     private let url: String
-    private let token: @Sendable () async throws -> String
+    private let token: @Sendable (_ refreshing: Bool) async throws -> String
+    /// The last socket was closed with 4401 (an expired or revoked token):
+    /// the next one asks the provider for a fresh token.
+    private var refused = false
 
-    init(url: String, token: @escaping @Sendable () async throws -> String) {
+    init(url: String, token: @escaping @Sendable (_ refreshing: Bool) async throws -> String) {
         self.url = url
         self.token = token
     }
@@ -74,6 +77,7 @@ actor LiveConnection {
     var openSockets: Int { sockets.count }
 
     private func socketReported(_ number: Int, _ input: LiveProtocol.Input) {
+        if case .closed(let code, _) = input, code == StreamCloseCode.unauthorized { refused = true }
         perform(.socket(number, input))
         switch input {
         case .closed, .failed, .tokenUnavailable: sockets[number] = nil
@@ -100,7 +104,9 @@ actor LiveConnection {
     private func open(_ number: Int) {
         let socket = LiveSocket(url: url) { [weak self] input in await self?.socketReported(number, input) }
         sockets[number] = socket
-        socket.start(token: token)
+        let (token, refreshing) = (self.token, refused)
+        refused = false
+        socket.start(token: { try await token(refreshing) })
     }
 }
 

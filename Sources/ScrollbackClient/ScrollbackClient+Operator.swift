@@ -80,6 +80,14 @@ extension ScrollbackClient {
         try await call(.DELETE, "/v1/admin/users/\(user.pathEscaped)")
     }
 
+    /// Revokes every token of `user` issued before now (`POST
+    /// /v1/admin/users/{user_id}/revoke`): they answer 401 from then on,
+    /// and the user's sockets close with 4401 on every instance.
+    @discardableResult
+    public func revokeTokens(of user: String) async throws(ScrollbackError) -> TokenRevocation {
+        try await call(.POST, "/v1/admin/users/\(user.pathEscaped)/revoke")
+    }
+
     /// Everything about `user`, one record at a time, as the server streams
     /// it (memory stays flat); answers how many records came. Throws when
     /// the export was cut short (no `end` line).

@@ -13,7 +13,10 @@ import ScrollbackTimeline
 /// that socket, which opens for the first and closes after the last.
 ///
 /// Tokens come from `token`, asked before every request, so an app can
-/// refresh them. Sends cannot duplicate: each carries a `client_id` (made
+/// refresh them; after the service refused one (a 401, or a socket closed
+/// with 4401) the provider is asked once more, with `refreshing` true (see
+/// `init(baseURL:http:retry:timeout:tokenProvider:)`), and the request goes
+/// on with the fresh token. Sends cannot duplicate: each carries a `client_id` (made
 /// when none is given) and is retried with it after a transport failure or a
 /// 503, with bounded exponential backoff and jitter, so a send whose answer
 /// was lost is stored once and its result says whether it was stored by
@@ -21,7 +24,8 @@ import ScrollbackTimeline
 public struct ScrollbackClient: Sendable {
     /// The service's address, such as `http://127.0.0.1:8080`.
     public let baseURL: String
-    let token: @Sendable () async throws -> String
+    /// The app's token provider: `true` after the service refused the last token.
+    let tokens: @Sendable (_ refreshing: Bool) async throws -> String
     /// With a server token: the user every user route is called for (the
     /// `On-Behalf-Of` header). See `onBehalf(of:)`.
     public internal(set) var onBehalfOf: String?
@@ -71,15 +75,32 @@ public struct ScrollbackClient: Sendable {
         baseURL: String, http: HTTPClient = .shared, retry: RetryPolicy = RetryPolicy(),
         timeout: Duration = .seconds(30), token: @escaping @Sendable () async throws -> String
     ) {
+        self.init(baseURL: baseURL, http: http, retry: retry, timeout: timeout, tokenProvider: { _ in try await token() })
+    }
+
+    /// A client whose `tokenProvider` is told when the service refused its
+    /// last token: asked with `refreshing` false before each request (a
+    /// cached token will do), and with true once after a 401 or a socket
+    /// closed with 4401 (an expired or revoked token: fetch a new one from
+    /// the identity provider). The request is then sent again once; a
+    /// provider that throws, or a fresh token refused again, is the call's
+    /// `unauthorized` error, or the feed's `failure`.
+    public init(
+        baseURL: String, http: HTTPClient = .shared, retry: RetryPolicy = RetryPolicy(),
+        timeout: Duration = .seconds(30), tokenProvider: @escaping @Sendable (_ refreshing: Bool) async throws -> String
+    ) {
         var base = baseURL
         while base.hasSuffix("/") { base.removeLast() }
         self.baseURL = base
         self.http = http
         self.retry = retry
         self.timeout = timeout
-        self.token = token
-        self.connection = LiveConnection(url: Self.streamURL(base), token: token)
+        self.tokens = tokenProvider
+        self.connection = LiveConnection(url: Self.streamURL(base), token: tokenProvider)
     }
+
+    /// A token for a request (the provider's cached one will do).
+    func token() async throws -> String { try await tokens(false) }
 
     // MARK: Conversations
 
@@ -349,7 +370,8 @@ public struct ScrollbackClient: Sendable {
         return try Self.decode(reply.body)
     }
 
-    /// One request; a non-2xx answer is thrown as its `ScrollbackError`.
+    /// One request; a non-2xx answer is thrown as its `ScrollbackError`. A
+    /// 401 asks the provider for a fresh token and sends it again, once.
     func exchange(
         _ method: HTTPMethod, _ path: String, query: [(String, String?)] = [], body: (some Encodable & Sendable)? = Never?.none
     ) async throws(ScrollbackError) -> Reply {
@@ -358,13 +380,6 @@ public struct ScrollbackClient: Sendable {
         if !items.isEmpty { url += "?" + items.joined(separator: "&") }
         var request = HTTPClientRequest(url: url)
         request.method = method
-        let bearer: String
-        do {
-            bearer = try await token()
-        } catch {
-            throw .unauthorized(message: "The token provider failed: \(error)")
-        }
-        request.headers.add(name: "Authorization", value: "Bearer \(bearer)")
         if let onBehalfOf { request.headers.add(name: "On-Behalf-Of", value: onBehalfOf) }
         if let body {
             let data: Data
@@ -376,7 +391,28 @@ public struct ScrollbackClient: Sendable {
             request.headers.add(name: "Content-Type", value: "application/json")
             request.body = .bytes(ByteBuffer(bytes: data))
         }
-        return try await perform(request, path: path)
+        return try await performAuthorized(request, path: path)
+    }
+
+    /// Sends `request` with a token from the provider; after a 401, once
+    /// more with a fresh one (`refreshing`).
+    func performAuthorized(_ request: HTTPClientRequest, path: String) async throws(ScrollbackError) -> Reply {
+        var refreshing = false
+        while true {
+            var request = request
+            let bearer: String
+            do {
+                bearer = try await tokens(refreshing)
+            } catch {
+                throw .unauthorized(message: "The token provider failed: \(error)")
+            }
+            request.headers.replaceOrAdd(name: "Authorization", value: "Bearer \(bearer)")
+            do {
+                return try await perform(request, path: path)
+            } catch .unauthorized where !refreshing {
+                refreshing = true
+            }
+        }
     }
 
     /// Sends a request made ready (authorization and body included) and

@@ -490,3 +490,21 @@ public struct ConversationRetention: Codable, Sendable, Equatable {
         try container.encode(firstSeq, forKey: .firstSeq)
     }
 }
+
+/// What `POST /v1/admin/users/{user_id}/revoke` answers: the user's tokens
+/// issued before `revoked_before` (whole seconds) are refused from now on,
+/// on every instance, and their sockets are closed with 4401.
+public struct TokenRevocation: Codable, Sendable, Equatable {
+    enum CodingKeys: String, CodingKey {
+        case userId = "user_id"
+        case revokedBefore = "revoked_before"
+    }
+
+    public var userId: String
+    public var revokedBefore: Date
+
+    public init(userId: String, revokedBefore: Date) {
+        self.userId = userId
+        self.revokedBefore = revokedBefore
+    }
+}

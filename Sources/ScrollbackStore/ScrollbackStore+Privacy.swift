@@ -184,6 +184,8 @@ extension ScrollbackStore {
     /// for a user the service holds nothing about.
     public func eraseUser(_ user: UserID, batch: Int = privacyBatch) async throws -> UserErasure {
         guard try await userExists(user) else { throw StoreError.userNotFound }
+        // First, so the user's tokens stop working while the rest goes.
+        _ = try await revokeTokens(of: user)
         var erasure = UserErasure(userId: user.rawValue, conversations: 0, messages: 0, reactions: 0, devices: 0)
         try await forEachConversation(of: user, batch: batch) { id in
             if try await leave(id, user) { erasure.conversations += 1 }

@@ -45,6 +45,7 @@ public enum StatementName: String, CaseIterable, Sendable {
     case privacy
     case importing
     case retention
+    case revocations
 }
 
 /// Why the store gave up on a statement or on waiting for a connection,

@@ -24,8 +24,9 @@ public func buildApplication(
     guard let secret = configuration.jwtSecret else {
         throw ScrollbackConfiguration.Failure("SCROLLBACK_JWT_SECRET is not set.")
     }
-    let tokens = try await TokenAuthority(secret: secret)
     let delivery = live ?? LiveDelivery(store: store, options: configuration.liveOptions, metrics: metrics, logger: logger)
+    let tokens = try await TokenAuthority(
+        secret: secret, identity: configuration.identity, revocations: delivery.revocations, logger: logger)
     let limiter = RateLimiter(limits: configuration.rateLimits) { action in metrics?.rateLimited(kind: action.rawValue) }
     var storage = UploadStorage.database
     var objectStoreClient: HTTPClientService?
@@ -75,6 +76,7 @@ public func buildApplication(
         onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) },
         logger: logger)
     if live == nil { app.addServices(delivery) }
+    if !tokens.providers.isEmpty { app.addServices(KeySetRefresh(providers: tokens.providers)) }
     app.addServices(UploadSweeper(store: store, options: configuration.uploads, storage: storage, logger: logger))
     app.addServices(
         RetentionSweeper(

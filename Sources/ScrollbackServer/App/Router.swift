@@ -36,7 +36,7 @@ func buildRouter(
     PresenceController(store: store).addRoutes(to: v1)
     // The operator's routes: server tokens only, every call audited.
     let admin = router.group("v1/admin").add(middleware: OperatorMiddleware(tokens: tokens, store: store))
-    AdminController(store: store).addRoutes(to: admin)
+    AdminController(store: store, revocations: tokens.revocations).addRoutes(to: admin)
     StreamController.addPlainRoute(to: router)
     if demo { DemoController(tokens: tokens).addRoutes(to: router) }
     router.add(middleware: MethodNotAllowedMiddleware(routes: router.routes.map { ($0.method, $0.path.description) }))

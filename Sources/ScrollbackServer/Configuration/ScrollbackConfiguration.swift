@@ -29,6 +29,10 @@ public struct ScrollbackConfiguration: Sendable {
     /// `DATABASE_URL`; with the embedded database a generated one is kept in
     /// the state directory.
     public var jwtSecret: String?
+    /// `SCROLLBACK_JWT_JWKS_URL`, `SCROLLBACK_JWT_ISSUER`,
+    /// `SCROLLBACK_JWT_AUDIENCE`, `SCROLLBACK_JWT_USER_CLAIM`: the identity
+    /// providers whose tokens are taken beside the secret's.
+    public var identity = IdentityOptions()
     /// `LOG_LEVEL`: trace, debug, info, notice, warning, error or critical.
     public var logLevel = Logger.Level.info
     /// `SCROLLBACK_STATE_DIR`: the embedded cluster and the generated secret.
@@ -137,6 +141,7 @@ public struct ScrollbackConfiguration: Sendable {
             guard text.utf8.count >= TokenAuthority.minimumSecretBytes else { throw Failure(TokenAuthority.WeakSecret().description) }
             jwtSecret = text
         }
+        identity = try IdentityOptions.read(value)
         if let text = value("LOG_LEVEL") {
             guard let level = Logger.Level(rawValue: text.lowercased()) else {
                 throw Failure(

@@ -22,6 +22,8 @@ public struct LiveDelivery: Service {
     let presence: PresenceTracker
     /// Whom each user blocked, kept current by the change feed.
     let blockLists: BlockLists
+    /// When each user's tokens were last revoked, kept current by the change feed.
+    let revocations: Revocations
 
     /// Records into `metrics` when given (the same as the application's).
     public init(
@@ -35,6 +37,7 @@ public struct LiveDelivery: Service {
             onRefusedSocket: { metrics?.refusedConnection(kind: "socket") })
         self.logger = logger
         self.blockLists = BlockLists(store: store)
+        self.revocations = Revocations(store: store)
         self.presence = PresenceTracker(
             store: store, ttl: options.presenceTTL, heartbeat: options.presenceHeartbeat, logger: logger)
     }
@@ -47,13 +50,18 @@ public struct LiveDelivery: Service {
 
     public func run() async throws {
         await withTaskGroup(of: Void.self) { group in
-            group.addTask { [store, hub, options, metrics, blockLists] in
+            group.addTask { [store, hub, options, metrics, blockLists, revocations] in
                 await store.listenToFeed(probeInterval: options.probeInterval) { signal in
                     metrics.received(signal)
                     switch signal {
                     case .event(.blocks(let user)): blockLists.changed(user)
                     case .event(.erased(let user)): store.forgetKnownUser(user)
-                    case .listening, .lost: blockLists.forgetAll()
+                    // Known before the hub closes the user's sockets, so a
+                    // socket signing in meanwhile is refused (`StreamSession`).
+                    case .event(.revoked(let user, let before)): revocations.revoked(user, before: before)
+                    case .listening, .lost:
+                        blockLists.forgetAll()
+                        revocations.forgetAll()
                     case .event: break
                     }
                     await hub.handle(signal)

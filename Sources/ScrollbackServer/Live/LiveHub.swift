@@ -145,6 +145,11 @@ actor LiveHub {
                 socket.send(.error(code: .unauthorized, message: "The user was erased.", ref: nil))
                 socket.close(code: StreamCloseCode.unauthorized, reason: "user erased")
             }
+        case .event(.revoked(let user, let before)):
+            for socket in sockets.values where socket.user == user && (socket.issuedAt ?? .distantPast) < before {
+                socket.send(.error(code: .unauthorized, message: StreamSocket.revokedMessage, ref: nil))
+                socket.close(code: StreamCloseCode.unauthorized, reason: "token revoked")
+            }
         case .listening:
             presenceOfEveryone = true
             blocksOfEveryone = true

@@ -154,8 +154,15 @@ final class StreamSession: Sendable {
             }
             let first = socket.user == nil
             if first { try await store.ensureUser(verified.user) }
-            socket.authenticate(verified.user, until: verified.expires)
+            socket.authenticate(verified.user, until: verified.expires, issuedAt: verified.issuedAt)
+            // (Counted before the close below, as the disconnect counts it out.)
             if first { live.presence.connected(verified.user) }
+            // A revocation the feed brought after the token was checked, and
+            // before the socket was this user's, found no socket to close.
+            if try await tokens.isRevoked(verified) {
+                socket.send(.error(code: .unauthorized, message: StreamSocket.revokedMessage, ref: nil))
+                socket.close(code: StreamCloseCode.unauthorized, reason: "token revoked")
+            }
         } catch let error as APIError where error.code == .unauthorized {
             socket.send(.error(code: error.code, message: error.message, ref: nil))
             socket.close(code: StreamCloseCode.unauthorized, reason: "not authenticated")

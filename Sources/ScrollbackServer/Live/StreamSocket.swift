@@ -20,6 +20,8 @@ final class StreamSocket: Sendable, NIOScheduledCallbackHandler {
     private struct State {
         var user: UserID?
         var expires: Date?
+        /// The `iat` of the token it signed in with last, if it had one.
+        var issuedAt: Date?
         /// A frame is being handled: a shutdown waits for its answer.
         var handling = false
         var shuttingDown = false
@@ -261,11 +263,15 @@ final class StreamSocket: Sendable, NIOScheduledCallbackHandler {
 
     var user: UserID? { state.withLockedValue { $0.user } }
     var expires: Date? { state.withLockedValue { $0.expires } }
+    var issuedAt: Date? { state.withLockedValue { $0.issuedAt } }
 
-    func authenticate(_ user: UserID, until expires: Date) {
+    static let revokedMessage = "The token was revoked: sign in again for a new one."
+
+    func authenticate(_ user: UserID, until expires: Date, issuedAt: Date?) {
         state.withLockedValue {
             $0.user = user
             $0.expires = expires
+            $0.issuedAt = issuedAt
         }
     }
 

@@ -8,6 +8,9 @@ import ScrollbackStore
 /// moderation queue and the audit log.
 struct AdminController {
     let store: ScrollbackStore
+    /// This instance's, told of a revocation at once (the others hear of it
+    /// through the change feed).
+    var revocations: Revocations?
 
     func addRoutes(to group: RouterGroup<ScrollbackRequestContext>) {
         group.post("conversations/:id/messages", use: sendSystemMessage)
@@ -17,6 +20,7 @@ struct AdminController {
         group.get("audit", use: audit)
         group.get("users/:user_id/export", use: export)
         group.delete("users/:user_id", use: erase)
+        group.post("users/:user_id/revoke", use: revoke)
         group.post("import", use: importHistory)
         group.put("conversations/:id/retention", use: setRetention)
     }
@@ -134,8 +138,21 @@ struct AdminController {
         let user = try Validation.userID(context.pathParameter("user_id") ?? "", field: "user_id")
         context.auditDetail.withLockedValue { $0["user_id"] = user.rawValue }
         let erasure = try await store.eraseUser(user)
+        if let before = try await store.tokensRevoked(of: user) { revocations?.revoked(user, before: before) }
         context.auditDetail.withLockedValue { $0["messages"] = "\(erasure.messages)" }
         return JSONBody(erasure)
+    }
+
+    /// Revokes every token of a user issued before now → 200 with the time
+    /// (`TokenRevocation`): refused from then on, and their sockets closed
+    /// with 4401, on every instance. Any user id: one the service never saw
+    /// is revoked ahead.
+    @Sendable func revoke(_ request: Request, context: ScrollbackRequestContext) async throws -> JSONBody<TokenRevocation> {
+        let user = try Validation.userID(context.pathParameter("user_id") ?? "", field: "user_id")
+        context.auditDetail.withLockedValue { $0["user_id"] = user.rawValue }
+        let before = try await store.revokeTokens(of: user)
+        revocations?.revoked(user, before: before)
+        return JSONBody(TokenRevocation(userId: user.rawValue, revokedBefore: before))
     }
 
     /// History from another service, as NDJSON (`ImportLine`), read as it
