@@ -77,7 +77,13 @@ actor LiveConnection {
     var openSockets: Int { sockets.count }
 
     private func socketReported(_ number: Int, _ input: LiveProtocol.Input) {
-        if case .closed(let code, _) = input, code == StreamCloseCode.unauthorized { refused = true }
+        // The server says why before it closes (a subscriber may close the
+        // socket on the error frame, before the 4401 arrives).
+        switch input {
+        case .closed(let code, _) where code == StreamCloseCode.unauthorized: refused = true
+        case .received(.error(code: .unauthorized, _, _, _)): refused = true
+        default: break
+        }
         perform(.socket(number, input))
         switch input {
         case .closed, .failed, .tokenUnavailable: sockets[number] = nil
