@@ -9,7 +9,7 @@ import ScrollbackServer
 struct Admin: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "The operator's API: import history, export or erase a user's data.",
-        subcommands: [Import.self, Export.self, Erase.self])
+        subcommands: [Import.self, Export.self, Erase.self, Revoke.self])
 
     struct Connection: ParsableArguments {
         @Option(help: "The server's address.")
@@ -111,6 +111,21 @@ struct Admin: AsyncParsableCommand {
             let erasure = try await connection.client().eraseUser(user)
             print(
                 "erased \(erasure.userId): removed from \(erasure.conversations) conversations, \(erasure.messages) messages erased, \(erasure.reactions) reactions and \(erasure.devices) devices removed")
+        }
+    }
+
+    struct Revoke: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Revoke a user's tokens issued before now: they answer 401, and the user's sockets close, on every instance.")
+
+        @Argument(help: "The user id.")
+        var user: String
+
+        @OptionGroup var connection: Connection
+
+        func run() async throws {
+            let revocation = try await connection.client().revokeTokens(of: user)
+            print("revoked \(revocation.userId): tokens issued before \(revocation.revokedBefore.formatted(.iso8601)) are refused")
         }
     }
 }

@@ -392,6 +392,26 @@ struct IdentityProviderTests {
         #expect(configuration.identity.userClaim == "uid")
     }
 
+    @Test("scrollback idp's key set and tokens (docs/identity.md's quick start) sign a user in")
+    func localIssuer() async throws {
+        let pem = ES256PrivateKey().pemRepresentation
+        let issuer = try LocalIssuer(pem: pem, kid: "demo-1")
+        let jwks = KeySetServer()
+        let set = try issuer.keySet()
+        jwks.state.withLockedValue { $0.body = set }
+        try await jwks.serve { url in
+            try await LiveCluster.run(configure: Self.configure(url)) { cluster in
+                let token = try await issuer.token(
+                    for: "google-oauth2.1083", issuer: ProviderKeys.issuer, audience: ProviderKeys.audience, ttl: 60)
+                let created = try await cluster.request(.POST, "/v1/conversations", token: token, body: "{}")
+                #expect(created.status == 201)
+                #expect(try created.decode(Conversation.self).createdBy == "google-oauth2.1083")
+                let noAudience = try await issuer.token(for: "x", issuer: ProviderKeys.issuer, audience: nil, ttl: 60)
+                #expect(try await Self.call(cluster, noAudience).0 == 401)
+            }
+        }
+    }
+
     @Test("Cache-Control max-age sets how long a key set is kept, within bounds")
     func lifetime() async {
         let provider = JWKSProvider(url: "http://127.0.0.1:1/", options: IdentityOptions(), logger: Logger(label: "t"))
