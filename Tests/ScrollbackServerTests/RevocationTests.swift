@@ -73,7 +73,7 @@ struct RevocationTests {
     func revocationRacingSockets() async throws {
         try await LiveCluster.run(instances: 2) { cluster in
             var tokens: [String] = []
-            for _ in 0..<12 { tokens.append(try await cluster.token("alice")) }
+            for _ in 0..<40 { tokens.append(try await cluster.token("alice")) }
             #expect(try await Self.status(cluster, tokens[0], on: 1) == 200)
             try await Task.sleep(for: .milliseconds(1100))
             let sockets = NIOLockedValueBox<[StreamClient]>([])
@@ -81,7 +81,7 @@ struct RevocationTests {
             await withTaskGroup(of: Void.self) { group in
                 for (index, token) in tokens.enumerated() {
                     group.addTask {
-                        try? await Task.sleep(for: .milliseconds(index * 15))
+                        try? await Task.sleep(for: .milliseconds(index * 4))
                         let socket = StreamClient(port: cluster.instances[1].port, token: token)
                         sockets.withLockedValue { $0.append(socket) }
                     }
