@@ -266,26 +266,31 @@ struct IdentityProviderTests {
         }
     }
 
-    @Test("40 tokens naming made-up keys at once fetch the key set at most once more")
+    @Test("40 tokens naming made-up keys at once fetch the key set at most once more per refetch interval")
     func unknownKidsAreBounded() async throws {
         let keys = ProviderKeys()
         let jwks = KeySetServer()
         try jwks.publish([keys.ecJWK(kid: "ec-1")])
+        let interval = Duration.seconds(30)
         try await jwks.serve { url in
-            try await LiveCluster.run(configure: Self.configure(url)) { cluster in
-                // The fetch at start.
+            try await LiveCluster.run(configure: Self.configure(url, refetch: interval)) { cluster in
+                // The fetch at start (and the background refresh's, which joins it or follows it).
                 _ = try await Self.call(cluster, try await keys.token(ProviderKeys.claims("alice"), signer: .ec, kid: "ec-1"))
+                try await Task.sleep(for: .milliseconds(300))
                 let before = jwks.fetches
                 var tokens: [String] = []
                 for index in 0..<40 {
                     tokens.append(try await keys.token(ProviderKeys.claims("alice"), signer: .ec, kid: "made-up-\(index)"))
                 }
+                let started = ContinuousClock.now
                 let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
                     for token in tokens { group.addTask { try await Self.call(cluster, token).0 } }
                     return try await group.reduce(into: []) { $0.append($1) }
                 }
+                // However long the burst took on a busy machine, one fetch per interval at most.
+                let allowed = 1 + Int((ContinuousClock.now - started) / interval)
                 #expect(statuses == Array(repeating: 401, count: 40))
-                #expect(jwks.fetches - before <= 1, "\(jwks.fetches - before) fetches")
+                #expect(jwks.fetches - before <= allowed, "\(jwks.fetches - before) fetches, \(allowed) allowed")
             }
         }
     }
