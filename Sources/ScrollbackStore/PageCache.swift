@@ -142,7 +142,8 @@ final class PageCache: Sendable {
             changed(conversation, to: version)
         case .event(.memberAdded(let conversation, _)), .event(.memberRemoved(let conversation, _)):
             invalidate(conversation)
-        case .event(.read), .event(.typing), .event(.presence), .event(.memberUpdated), .event(.blocks), .event(.erased):
+        case .event(.read), .event(.typing), .event(.presence), .event(.memberUpdated), .event(.blocks), .event(.erased),
+            .event(.revoked):
             break
         }
     }
