@@ -626,9 +626,11 @@ async function block(user) {
   }
 }
 
-// A mention as the server parses it (sql/007_mentions.sql): `@` not after a
-// user-id character, the longest run of them, trailing `.`, `-`, `_` trimmed.
-const MENTION = /(?<![A-Za-z0-9._@-])@([A-Za-z0-9._@-]+)/g;
+// A mention as the server parses it (mentions_in, sql/029_mentions_of_any_id.sql):
+// `@` not after one of `A-Z a-z 0-9 . _ @ -`, then the longest run of them,
+// trailing `.`, `-`, `_` trimmed, or `[`, any user id, the first `]` not
+// escaped (`\]` is `]`, `\\` is `\`).
+const MENTION = /(?<![A-Za-z0-9._@-])@(?:\[((?:[^\]\\]|\\[^])*)\]|([A-Za-z0-9._@-]+))/g;
 
 /// The body as text nodes, with each @mention in a span of its own
 /// (`me` when it mentions the reader, which the sender's own never does).
@@ -636,9 +638,10 @@ function withMentions(body, sender) {
   const nodes = [];
   let from = 0;
   for (const match of body.matchAll(MENTION)) {
-    const user = match[1].replace(/[._-]+$/, "");
+    const bracketed = match[1] !== undefined;
+    const user = bracketed ? match[1].replace(/\\([\]\\])/g, "$1") : match[2].replace(/[._-]+$/, "");
     if (!user) continue;
-    const end = match.index + 1 + user.length;
+    const end = match.index + (bracketed ? match[0].length : 1 + user.length);
     if (match.index > from) nodes.push(document.createTextNode(body.slice(from, match.index)));
     const mention = document.createElement("span");
     mention.className = "mention" + (user === state.user && sender !== state.user ? " me" : "");

@@ -20,6 +20,12 @@ extension ScrollbackClient {
         return copy
     }
 
+    /// `On-Behalf-Of` for the user this client acts for, if any: the id
+    /// percent-encoded (`String.headerEscaped`).
+    func addOnBehalfOf(to headers: inout HTTPHeaders) {
+        if let onBehalfOf { headers.add(name: "On-Behalf-Of", value: onBehalfOf.headerEscaped) }
+    }
+
     /// Posts a system message in conversation `id`: no user sent it
     /// (`Message.isSystem`), it takes the next seq, counts as unread for
     /// every member and no member can edit it. Retried with the same

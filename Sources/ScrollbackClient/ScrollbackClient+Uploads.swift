@@ -116,7 +116,7 @@ extension ScrollbackClient {
         request.method = .PUT
         do {
             request.headers.add(name: "Authorization", value: "Bearer \(try await token())")
-            if let onBehalfOf { request.headers.add(name: "On-Behalf-Of", value: onBehalfOf) }
+            addOnBehalfOf(to: &request.headers)
         } catch {
             throw .unauthorized(message: "The token provider failed: \(error)")
         }

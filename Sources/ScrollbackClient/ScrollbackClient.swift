@@ -380,7 +380,7 @@ public struct ScrollbackClient: Sendable {
         if !items.isEmpty { url += "?" + items.joined(separator: "&") }
         var request = HTTPClientRequest(url: url)
         request.method = method
-        if let onBehalfOf { request.headers.add(name: "On-Behalf-Of", value: onBehalfOf) }
+        addOnBehalfOf(to: &request.headers)
         if let body {
             let data: Data
             do {
@@ -507,10 +507,31 @@ extension UUID {
 }
 
 extension String {
-    var pathEscaped: String { addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(["/"])) ?? self }
-    var queryEscaped: String {
-        addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(["-", "_", ".", "~"])) ?? self
+    /// As one segment of a URL's path (a user id, a device id): its UTF-8
+    /// percent-encoded but for the ASCII characters a segment takes as they
+    /// are (`/` is encoded), and a segment of dots alone (`.`, `..`) encoded
+    /// whole, so that nothing on the way reads it as a step up. The server
+    /// decodes every path parameter.
+    var pathEscaped: String {
+        if !isEmpty, allSatisfy({ $0 == "." }) { return String(repeating: "%2E", count: count) }
+        return addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(["/"])) ?? self
     }
+
+    /// As a query's value: its UTF-8 percent-encoded but for `A-Z a-z 0-9 - . _ ~`.
+    var queryEscaped: String { addingPercentEncoding(withAllowedCharacters: .unreservedASCII) ?? self }
+
+    /// As the value of `On-Behalf-Of`: its UTF-8 percent-encoded but for
+    /// `A-Z a-z 0-9 - . _ ~ @` (a header value cannot carry every character
+    /// of a user id; the server decodes it). An id of the earlier rule
+    /// (`A-Z a-z 0-9 . _ @ -`) is sent as it is.
+    var headerEscaped: String { addingPercentEncoding(withAllowedCharacters: .unreservedASCII.union(["@"])) ?? self }
+}
+
+extension CharacterSet {
+    /// RFC 3986's unreserved characters, ASCII only (Foundation's
+    /// `alphanumerics` holds every script's letters and digits).
+    static let unreservedASCII = CharacterSet(
+        charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 }
 
 /// How new what a client has seen is, per conversation (its writes,

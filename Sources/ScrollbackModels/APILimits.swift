@@ -12,8 +12,11 @@ public enum APILimits {
     public static let maxTitleLength = 200
     /// A `client_id` (idempotency key): 1 to this many code points.
     public static let maxClientIDLength = 64
-    /// A user id: 1 to this many characters of ``UserID``'s alphabet.
-    public static let maxUserIDLength = 64
+    /// A user id: 1 to this many code points (``UserID/isValid(_:)``).
+    public static let maxUserIDLength = 255
+    /// The most UTF-8 bytes a user id can take: four for each code point,
+    /// what a payload that carries user ids is sized by.
+    public static let maxUserIDBytes = maxUserIDLength * 4
     /// Members of one conversation, creator included.
     public static let maxMembers = 1_000
     /// The most members of a distinct conversation (`"distinct": true`),

@@ -2,6 +2,11 @@ import Foundation
 import PostgresNIO
 import ScrollbackModels
 
+extension UserID {
+    /// ``UserID/separator`` in SQL.
+    static let separatorSQL = "chr(\(separator.unicodeScalars.first!.value))"
+}
+
 /// What a notification on the change feed says happened: ids only, never a
 /// body (a payload is capped at 8,000 bytes, and a body is read from the
 /// tables where it is stored). Every writing statement sends its
@@ -27,7 +32,10 @@ public enum FeedEvent: Sendable, Equatable {
     /// Whether these users are online anywhere may have changed (a first
     /// socket on an instance, a last one closed, an instance that expired,
     /// presence hidden or shown): their presence is read again
-    /// (`ScrollbackStore+Presence.swift`). User ids have no `:`.
+    /// (`ScrollbackStore+Presence.swift`). Payload `w:` then the users
+    /// joined with ``UserID/separator`` (a user id may hold `:`); `o:`, the
+    /// users joined with `:`, is what instances of earlier versions send
+    /// during a rolling upgrade (their ids had no `:`).
     case presence(users: [UserID])
     /// `user` blocked someone or lifted a block: their pages and frames
     /// flag other senders now.
@@ -51,8 +59,9 @@ public enum FeedEvent: Sendable, Equatable {
     static let channelSQL = "feed_channel()"
 
     /// The SQL of a notification, for the statements that write: `kind` is
-    /// one letter, `fields` SQL expressions joined with `:` (uuids and
-    /// numbers, then at most one user id, which has no `:`).
+    /// one letter, `fields` SQL expressions joined with `:` (uuids, numbers
+    /// and roles, then at most one user id, last: it may hold `:`, and the
+    /// reader takes everything after the fields before it).
     static func notify(_ kind: Character, _ fields: String...) -> String {
         "pg_notify(\(channelSQL), '\(kind):' || " + fields.joined(separator: " || ':' || ") + ")"
     }
@@ -75,61 +84,90 @@ public enum FeedEvent: Sendable, Equatable {
         """
     }
 
-    /// The SQL of the `o:` notifications for the users of `relation` (a
+    /// The kind of a presence notification: `w:` then user ids joined with
+    /// ``UserID/separator``.
+    static let presenceKind: Character = "w"
+
+    /// The longest payload PostgreSQL sends: shorter than 8,000 bytes.
+    static let maxPayloadBytes = 7_999
+
+    /// The SQL of the `w:` notifications for the users of `relation` (a
     /// relation with a `user_id` column), leaving out those who hide their
-    /// presence (they look offline whatever happens), in payloads of at most
-    /// 100 users (a user id is at most 64 bytes; a payload, 8,000).
+    /// presence (they look offline whatever happens), as many payloads as
+    /// their bytes take. Each user weighs their id's bytes and a separator's;
+    /// a payload takes the users whose running total of weights, in id
+    /// order, falls in one stretch of `stretch` bytes, so it weighs at most
+    /// `stretch` plus its first user's weight less one: with the kind and
+    /// the separator a last user does not have, under `maxPayloadBytes`
+    /// whatever the ids.
     static func notifyPresence(of relation: String) -> String {
-        """
-        SELECT \(notify("o", "string_agg(user_id, ':')"))
-        FROM (
-            SELECT DISTINCT c.user_id, dense_rank() OVER (ORDER BY c.user_id) / 100 AS chunk
-            FROM \(relation) c
-            WHERE NOT EXISTS (SELECT 1 FROM users h WHERE h.id = c.user_id AND h.presence_hidden)
-        ) changed
-        GROUP BY chunk
-        """
+        let stretch = maxPayloadBytes - 2 - APILimits.maxUserIDBytes
+        return """
+            SELECT \(notify(presenceKind, "string_agg(user_id, \(UserID.separatorSQL) ORDER BY user_id COLLATE \"C\")"))
+            FROM (
+                SELECT d.user_id, sum(octet_length(d.user_id) + 1) OVER (ORDER BY d.user_id COLLATE "C") AS running
+                FROM (
+                    SELECT DISTINCT c.user_id FROM \(relation) c
+                    WHERE NOT EXISTS (SELECT 1 FROM users h WHERE h.id = c.user_id AND h.presence_hidden)
+                ) d
+            ) changed
+            GROUP BY (running - 1) / \(stretch)
+            """
     }
 
     /// The event of a payload; nil for one this version does not know.
     public init?(payload: String) {
-        let parts = payload.split(separator: ":", omittingEmptySubsequences: false)
-        if parts.first == "k", parts.count == 2 {
-            self = .blocks(user: UserID(rawValue: String(parts[1])))
-            return
+        guard let colon = payload.firstIndex(of: ":") else { return nil }
+        let kind = payload[..<colon]
+        let body = payload[payload.index(after: colon)...]
+        /// The fields of a payload of `count` fields after its kind, the
+        /// last one a user id: it keeps any `:` it holds.
+        func fields(_ count: Int) -> [Substring]? {
+            let fields = body.split(separator: ":", maxSplits: count - 1, omittingEmptySubsequences: false)
+            guard fields.count == count, let user = fields.last, !user.isEmpty else { return nil }
+            return fields
         }
-        if parts.first == "e", parts.count == 2 {
-            self = .erased(user: UserID(rawValue: String(parts[1])))
-            return
-        }
-        if parts.first == "v" {
-            let fields = payload.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
-            guard fields.count == 3, let micros = Int64(fields[1]), !fields[2].isEmpty else { return nil }
-            self = .revoked(user: UserID(rawValue: String(fields[2])), before: Date(timeIntervalSince1970: Double(micros) / 1_000_000))
-            return
-        }
-        if parts.first == "o" {
-            guard parts.count >= 2 else { return nil }
-            self = .presence(users: parts.dropFirst().map { UserID(rawValue: String($0)) })
-            return
-        }
-        guard parts.count >= 3, let conversation = UUID(uuidString: String(parts[1])) else { return nil }
-        switch (parts[0], parts.count) {
-        case ("m", 4), ("u", 4):
-            guard let seq = Int64(parts[2]), let version = Int64(parts[3]) else { return nil }
+        func user(_ text: Substring) -> UserID { UserID(rawValue: String(text)) }
+        switch kind {
+        case "k":
+            guard !body.isEmpty else { return nil }
+            self = .blocks(user: user(body))
+        case "e":
+            guard !body.isEmpty else { return nil }
+            self = .erased(user: user(body))
+        case "v":
+            guard let fields = fields(2), let micros = Int64(fields[0]) else { return nil }
+            self = .revoked(user: user(fields[1]), before: Date(timeIntervalSince1970: Double(micros) / 1_000_000))
+        case "w":
+            guard !body.isEmpty else { return nil }
+            self = .presence(users: body.split(separator: UserID.separator, omittingEmptySubsequences: false).map(user))
+        case "o":
+            // From an instance of an earlier version: ids without `:`.
+            guard !body.isEmpty else { return nil }
+            self = .presence(users: body.split(separator: ":", omittingEmptySubsequences: false).map(user))
+        case "m", "u":
+            let parts = body.split(separator: ":", omittingEmptySubsequences: false)
+            guard parts.count == 3, let conversation = UUID(uuidString: String(parts[0])), let seq = Int64(parts[1]),
+                let version = Int64(parts[2])
+            else { return nil }
             self = .changed(conversation: conversation, seq: seq, version: version)
-        case ("r", 4):
-            guard let seq = Int64(parts[2]) else { return nil }
-            self = .read(conversation: conversation, user: UserID(rawValue: String(parts[3])), seq: seq)
-        case ("x", 3):
-            self = .memberRemoved(conversation: conversation, user: UserID(rawValue: String(parts[2])))
-        case ("a", 3):
-            self = .memberAdded(conversation: conversation, user: UserID(rawValue: String(parts[2])))
-        case ("p", 4):
-            guard let role = MemberRole(rawValue: String(parts[2])) else { return nil }
-            self = .memberUpdated(conversation: conversation, user: UserID(rawValue: String(parts[3])), role: role)
-        case ("t", 3):
-            self = .typing(conversation: conversation, user: UserID(rawValue: String(parts[2])))
+        case "r":
+            guard let fields = fields(3), let conversation = UUID(uuidString: String(fields[0])),
+                let seq = Int64(fields[1])
+            else { return nil }
+            self = .read(conversation: conversation, user: user(fields[2]), seq: seq)
+        case "p":
+            guard let fields = fields(3), let conversation = UUID(uuidString: String(fields[0])),
+                let role = MemberRole(rawValue: String(fields[1]))
+            else { return nil }
+            self = .memberUpdated(conversation: conversation, user: user(fields[2]), role: role)
+        case "x", "a", "t":
+            guard let fields = fields(2), let conversation = UUID(uuidString: String(fields[0])) else { return nil }
+            switch kind {
+            case "x": self = .memberRemoved(conversation: conversation, user: user(fields[1]))
+            case "a": self = .memberAdded(conversation: conversation, user: user(fields[1]))
+            default: self = .typing(conversation: conversation, user: user(fields[1]))
+            }
         default:
             return nil
         }
@@ -161,7 +199,7 @@ public enum FeedEvent: Sendable, Equatable {
     /// version does not know (from a newer instance during a rolling
     /// deploy) may still change what the conversation's pages show.
     static func conversation(in payload: String) -> UUID? {
-        guard !payload.hasPrefix("o:"), !payload.hasPrefix("k:"), !payload.hasPrefix("e:"), !payload.hasPrefix("v:") else { return nil }
+        guard !["o:", "w:", "k:", "e:", "v:"].contains(where: payload.hasPrefix) else { return nil }
         let parts = payload.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
         return parts.count >= 2 ? UUID(uuidString: String(parts[1])) : nil
     }
@@ -195,8 +233,9 @@ public struct FeedRead: Sendable, Equatable {
     /// More than the limit was missed: `added` or `changed` stops short.
     public var truncated: Bool
     /// Of messages with reactions, by seq: the reactions of the users asked
-    /// about, as `user emoji` pairs. Each message's `me` is false: a frame
-    /// for one user sets it with `message(_:for:)`.
+    /// about, as pairs of a user and an emoji joined with
+    /// ``UserID/separator``. Each message's `me` is false: a frame for one
+    /// user sets it with `message(_:for:)`.
     public var reactors: [Int64: [String]] = [:]
 
     /// `message` as `user` sees it: `me` set on the reactions that are theirs.
@@ -205,7 +244,7 @@ public struct FeedRead: Sendable, Equatable {
         return Self.message(message, marking: Self.reactions(pairs, of: user))
     }
 
-    /// The emojis of `user` among `user emoji` pairs.
+    /// The emojis of `user` among pairs of a user and an emoji.
     public static func reactions(_ pairs: [String], of user: UserID) -> Set<String> {
         MessageRow.reactions(pairs, of: user)
     }
@@ -301,7 +340,7 @@ struct FeedStatement: PostgresPreparedStatement {
         var members: [String]
         var added: Bool
         var message: Message?
-        /// `user emoji` pairs of the users asked about.
+        /// Pairs of a user and an emoji of the users asked about.
         var reactors: [String]
     }
 

@@ -40,7 +40,8 @@ enum MessageRow {
 
     /// `conversation` is an SQL expression of the conversation's id, and
     /// `readers` one of a `text[]` of the users whose reactions count as
-    /// `me` (pairs `user emoji` are selected, so one read can serve several).
+    /// `me` (pairs of user and emoji are selected, joined with
+    /// ``UserID/separator``, so one read can serve several).
     private static func computedExpressions(
         _ alias: String, conversation: String, readers: String
     ) -> (parent: String, mine: String) {
@@ -52,7 +53,7 @@ enum MessageRow {
             """,
             """
             CASE WHEN \(alias).reaction_emojis IS NULL THEN NULL ELSE ARRAY(
-                SELECT r.user_id || ' ' || r.emoji FROM reactions r
+                SELECT r.user_id || \(UserID.separatorSQL) || r.emoji FROM reactions r
                 WHERE r.conversation_id = \(conversation) AND r.seq = \(alias).seq AND r.user_id = ANY(\(readers))) END
             """
         )
@@ -110,7 +111,7 @@ enum MessageRow {
         var attachments: String?
         /// `[sender, excerpt, deleted]` of the parent.
         var parent: [String]?
-        /// `user emoji` pairs of the readers' reactions.
+        /// User and emoji pairs of the readers' reactions (`split(_:)`).
         var mine: [String]?
     }
 
@@ -150,18 +151,19 @@ enum MessageRow {
         return message
     }
 
-    /// A `user emoji` pair split in two (user ids have no space).
-    static func split(_ pair: String) -> (user: Substring, emoji: String) {
-        guard let space = pair.firstIndex(of: " ") else { return ("", pair) }
-        return (pair[..<space], String(pair[pair.index(after: space)...]))
+    /// A pair of a user and an emoji split in two at its first
+    /// ``UserID/separator``, which no user id holds.
+    static func split(_ pair: String) -> (user: UserID, emoji: String) {
+        guard let separator = pair.firstIndex(of: UserID.separator) else { return (.system, pair) }
+        return (UserID(rawValue: String(pair[..<separator])), String(pair[pair.index(after: separator)...]))
     }
 
-    /// The emoji of a `user emoji` pair.
+    /// The emoji of a pair of a user and an emoji.
     static func emoji(ofPair pair: String) -> String { split(pair).emoji }
 
-    /// The emojis of `user` among `user emoji` pairs.
+    /// The emojis of `user` among pairs of a user and an emoji.
     static func reactions(_ pairs: [String], of user: UserID) -> Set<String> {
-        Set(pairs.lazy.map(split).filter { $0.user == user.rawValue[...] }.map(\.emoji))
+        Set(pairs.lazy.map(split).filter { $0.user == user }.map(\.emoji))
     }
 }
 

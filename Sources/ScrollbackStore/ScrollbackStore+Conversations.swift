@@ -27,7 +27,7 @@ extension ScrollbackStore {
         guard everyone.count <= APILimits.maxDistinctMembers else {
             throw StoreError.distinctTooLarge(limit: APILimits.maxDistinctMembers)
         }
-        let key = everyone.map(\.rawValue).joined(separator: ",")
+        let key = Self.distinctKey(everyone)
         // A creation that lost the race to another finds the winner's next time.
         for _ in 0..<3 {
             let existing = try await rows(
@@ -40,6 +40,16 @@ extension ScrollbackStore {
             }
         }
         throw StoreError.unavailable
+    }
+
+    /// The `distinct_key` of a conversation of `members` (sorted, distinct):
+    /// their ids joined with `,`, each with `%` and `,` percent-encoded so
+    /// that no two sets of ids make one key. An id without either is itself,
+    /// as in the keys of earlier versions (whose ids had neither).
+    static func distinctKey(_ members: [UserID]) -> String {
+        members.map { member in
+            member.rawValue.replacingOccurrences(of: "%", with: "%25").replacingOccurrences(of: ",", with: "%2C")
+        }.joined(separator: ",")
     }
 
     /// Inserts a conversation and its members in one statement; nil when

@@ -6,7 +6,7 @@ import ScrollbackModels
 /// instance writes how many sockets each of its users has, and beats; a
 /// user is online while an instance that has not expired holds a socket of
 /// theirs. Every write that may change whether a user is online anywhere
-/// sends `o:` and the users on the change feed (`FeedEvent.presence`), and
+/// sends `w:` and the users on the change feed (`FeedEvent.presence`), and
 /// each instance then reads their presence as it stands after the commit:
 /// two instances writing at once can each miss the other's row, but the
 /// read that follows the later commit cannot.
@@ -152,7 +152,7 @@ extension ScrollbackStore {
 
     /// The presence of `users` in those of `conversations` they are
     /// members of, as the members of each see it now: what an instance
-    /// tells its subscribers after an `o:` notification. `users` nil: every
+    /// tells its subscribers after a presence notification. `users` nil: every
     /// member of `conversations` (after the feed's connection was lost).
     public func presence(of users: [UserID]?, in conversations: [UUID]) async throws -> [ConversationMemberPresence] {
         guard !conversations.isEmpty, users.map({ !$0.isEmpty }) ?? true else { return [] }
@@ -185,7 +185,7 @@ extension ScrollbackStore {
                 ON CONFLICT (id) DO UPDATE SET presence_hidden = EXCLUDED.presence_hidden
                 RETURNING u.id
             )
-            SELECT \(unescaped: FeedEvent.notify("o", "id")) FROM set
+            SELECT \(unescaped: FeedEvent.notify(FeedEvent.presenceKind, "id")) FROM set
             """,
             writes: true, as: .presence)
     }

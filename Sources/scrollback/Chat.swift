@@ -63,6 +63,13 @@ struct Chat: AsyncParsableCommand {
         await session.close()
     }
 
+    /// What follows a command's first word, trimmed; nil when nothing does.
+    static func rest(of line: String) -> String? {
+        guard let space = line.firstIndex(of: " ") else { return nil }
+        let rest = line[space...].trimmingCharacters(in: .whitespaces)
+        return rest.isEmpty ? nil : rest
+    }
+
     static func names(_ list: String) -> [String] {
         list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
     }
@@ -258,19 +265,20 @@ actor ChatSession {
             }
             await create(members: Chat.names(words[1]), title: words.count > 2 ? words[2] : nil)
         case "/dm":
-            guard words.count == 2 else {
+            // The rest of the line: a user id may hold spaces.
+            guard let user = Chat.rest(of: line) else {
                 Chat.say("-- /dm bob: the one conversation with bob --")
                 break
             }
-            await direct(with: words[1])
+            await direct(with: user)
         case "/block", "/unblock":
-            guard words.count == 2 else {
+            guard let user = Chat.rest(of: line) else {
                 Chat.say("-- \(words[0]) bob --")
                 break
             }
             do {
-                if words[0] == "/block" { try await client.block(words[1]) } else { try await client.unblock(words[1]) }
-                Chat.say("-- \(words[0] == "/block" ? "blocked" : "unblocked") \(words[1]) --")
+                if words[0] == "/block" { try await client.block(user) } else { try await client.unblock(user) }
+                Chat.say("-- \(words[0] == "/block" ? "blocked" : "unblocked") \(user) --")
             } catch {
                 Chat.say("-- not done: \(error.localizedDescription) --")
             }

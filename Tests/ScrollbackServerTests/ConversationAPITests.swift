@@ -106,7 +106,7 @@ import Testing
             let added = try await server.request(.post, membersPath, as: "bob", json: AddMemberRequest(userId: "dave"))
             #expect(added.status == .ok)
             #expect(try added.decode(Conversation.self).members == ["alice", "bob", "dave"])
-            let badID = try await server.request(.post, membersPath, as: "bob", rawBody: #"{"user_id": "bad id"}"#)
+            let badID = try await server.request(.post, membersPath, as: "bob", rawBody: #"{"user_id": "bad/id"}"#)
             #expect(badID.status == .unprocessableContent)
             let forbidden = try await server.request(.delete, "\(membersPath)/dave", as: "bob")
             #expect(forbidden.status == .forbidden)

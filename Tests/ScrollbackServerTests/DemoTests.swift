@@ -56,7 +56,7 @@ import Testing
                 uri: "/v1/conversations", method: .get, headers: [.authorization: "Bearer \(answer.token)"]
             ) { $0.status }
             #expect(list == .ok)
-            for body in [#"{"user": "not a name!"}"#, #"{"user": ""}"#, #"{}"#, "nope"] {
+            for body in [#"{"user": "not/a name!"}"#, #"{"user": ""}"#, #"{}"#, "nope"] {
                 let refused = try await server.request(.post, "/demo/token", rawBody: body)
                 #expect(refused.status == .badRequest, "\(body): \(refused.status)")
                 #expect([.invalidField, .invalidJSON].contains(try refused.error().error.code), "\(body)")

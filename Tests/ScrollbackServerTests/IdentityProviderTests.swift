@@ -158,7 +158,8 @@ struct IdentityProviderTests {
         try await jwks.serve { url in
             try await LiveCluster.run(configure: Self.configure(url)) { cluster in
                 for (signer, kid, user) in [
-                    (ProviderKeys.Signer.rsa, "rsa-1", "rsa-user"), (.ec, "ec-1", "ec-user"), (.ed, "ed-1", "ed-user"),
+                    (ProviderKeys.Signer.rsa, "rsa-1", "auth0|5f7c8ec7c33c6c004bbafe82"), (.ec, "ec-1", "google-oauth2|1083"),
+                    (.ed, "ed-1", "user_2abcDEF 名前"),
                 ] {
                     let token = try await keys.token(ProviderKeys.claims(user), signer: signer, kid: kid)
                     let created = try await cluster.request(

@@ -24,7 +24,7 @@ import Testing
             #expect(asUser.status == 403 && asUser.code == .serverTokenRequired)
             let noUser = try await cluster.request(.GET, "/v1/conversations", token: server)
             #expect(noUser.status == 400 && noUser.code == .onBehalfOfRequired)
-            let badUser = try await cluster.request(.GET, "/v1/conversations", token: server, headers: [(Self.onBehalfOf, "no one")])
+            let badUser = try await cluster.request(.GET, "/v1/conversations", token: server, headers: [(Self.onBehalfOf, "no/one")])
             #expect(badUser.status == 400 && badUser.code == .onBehalfOfRequired)
 
             // An order was placed: the product's backend opens the buyer's

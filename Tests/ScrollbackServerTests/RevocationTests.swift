@@ -131,7 +131,7 @@ struct RevocationTests {
         try jwks.publish([keys.ecJWK(kid: "ec-1")])
         try await jwks.serve { url in
             try await LiveCluster.run(configure: IdentityProviderTests.configure(url)) { cluster in
-                let id = "google-oauth2.1234"
+                let id = "google-oauth2|1234"
                 let undated = try await keys.token(ProviderKeys.claims(id, ["iat": nil]), signer: .ec, kid: "ec-1")
                 #expect(try await Self.status(cluster, undated) == 200)
                 _ = try await Self.revoke(id, in: cluster)

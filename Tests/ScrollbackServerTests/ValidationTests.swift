@@ -82,7 +82,7 @@ import Testing
                 ("members not array", #"{"members": "bob"}"#, .badRequest, .invalidField),
                 ("members null", #"{"members": null}"#, .badRequest, .invalidField),
                 ("member wrong type", #"{"members": ["bob", 3]}"#, .badRequest, .invalidField),
-                ("invalid member id", #"{"members": ["bob", "no spaces"]}"#, .unprocessableContent, .invalidUserID),
+                ("invalid member id", #"{"members": ["bob", "no/slashes"]}"#, .unprocessableContent, .invalidUserID),
                 ("empty member id", #"{"members": [""]}"#, .unprocessableContent, .invalidUserID),
                 ("too many members", #"{"members": [\#((0..<APILimits.maxMembers).map { "\"u\($0)\"" }.joined(separator: ","))]}"#, .unprocessableContent, .tooManyMembers),
                 ("more ids listed than the limit", #"{"members": [\#(Array(repeating: "\"bob\"", count: APILimits.maxMembers + 1).joined(separator: ","))]}"#, .unprocessableContent, .tooManyMembers),

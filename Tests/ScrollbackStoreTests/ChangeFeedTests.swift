@@ -14,8 +14,85 @@ import Testing
         #expect(FeedEvent(payload: "r:\(text):7:bob@example.com") == .read(conversation: id, user: "bob@example.com", seq: 7))
         #expect(FeedEvent(payload: "x:\(text):bob") == .memberRemoved(conversation: id, user: "bob"))
         #expect(FeedEvent(payload: "t:\(text):bob") == .typing(conversation: id, user: "bob"))
-        for unknown in ["", "m", "m:\(text)", "m:nope:1:2", "m:\(text):x:2", "q:\(text):bob", "x:\(text):a:b"] {
+        for unknown in ["", "m", "m:\(text)", "m:nope:1:2", "m:\(text):x:2", "q:\(text):bob", "x:\(text):", "k:", "w:"] {
             #expect(FeedEvent(payload: unknown) == nil, "\(unknown)")
+        }
+    }
+
+    static let colonIDs: [UserID] = ["auth0|5f7c8ec7c33c6c004bbafe82", "a user: with spaces", "名前🙂", "::", "a:1:2"]
+
+    /// A user id may hold `:`: the kinds with one take it last, whole.
+    @Test func payloadsKeepTheColonsOfTheirUserID() {
+        let id = UUID()
+        let text = id.uuidString.lowercased()
+        for user in Self.colonIDs {
+            let u = user.rawValue
+            #expect(FeedEvent(payload: "r:\(text):7:\(u)") == .read(conversation: id, user: user, seq: 7), "\(u)")
+            #expect(FeedEvent(payload: "x:\(text):\(u)") == .memberRemoved(conversation: id, user: user), "\(u)")
+            #expect(FeedEvent(payload: "a:\(text):\(u)") == .memberAdded(conversation: id, user: user), "\(u)")
+            #expect(FeedEvent(payload: "p:\(text):admin:\(u)") == .memberUpdated(conversation: id, user: user, role: .admin))
+            #expect(FeedEvent(payload: "t:\(text):\(u)") == .typing(conversation: id, user: user), "\(u)")
+            #expect(FeedEvent(payload: "k:\(u)") == .blocks(user: user), "\(u)")
+            #expect(FeedEvent(payload: "e:\(u)") == .erased(user: user), "\(u)")
+            #expect(FeedEvent(payload: "v:1700000000000000:\(u)") == .revoked(user: user, before: Date(timeIntervalSince1970: 1_700_000_000)))
+        }
+        let joined = Self.colonIDs.map(\.rawValue).joined(separator: String(UserID.separator))
+        #expect(FeedEvent(payload: "w:\(joined)") == .presence(users: Self.colonIDs))
+        // An earlier version's presence, ids without `:`, during a rolling upgrade.
+        #expect(FeedEvent(payload: "o:bob:carol@example.com") == .presence(users: ["bob", "carol@example.com"]))
+    }
+
+    /// Every kind with a user id, written by the store's own statements for
+    /// users whose ids hold `:`, `|`, spaces and other scripts, reads back
+    /// with the exact id.
+    @Test func writesOfUsersWithAnyIDNotifyTheirExactID() async throws {
+        try await TestDatabase.withStore { store in
+            let users = Self.colonIDs
+            let id = try await store.createConversation(creator: users[0], title: nil, members: [users[1], users[2], users[3]]).id
+            try await Self.listening(to: store) { events in
+                _ = try await store.addMember(users[4], to: id, by: users[0])
+                _ = try await store.send(to: id, from: users[1], body: "hi", clientID: nil)
+                _ = try await store.markRead(1, in: id, by: users[2])
+                #expect(try await store.notifyTyping(in: id, by: users[3]))
+                _ = try await store.setRole(.admin, of: users[4], in: id, by: users[0])
+                try await store.removeMember(users[4], from: id, by: users[0])
+                _ = try await store.block(users[0], by: users[2])
+                try await store.setPresenceHidden(true, for: users[1])
+                let expected: [FeedEvent] = [
+                    .memberAdded(conversation: id, user: users[4]),
+                    .changed(conversation: id, seq: 1, version: 1),
+                    .read(conversation: id, user: users[2], seq: 1),
+                    .typing(conversation: id, user: users[3]),
+                    .memberUpdated(conversation: id, user: users[4], role: .admin),
+                    .memberRemoved(conversation: id, user: users[4]),
+                    .blocks(user: users[2]),
+                    .presence(users: [users[1]]),
+                ]
+                #expect(try await events(expected.count) == expected)
+            }
+        }
+    }
+
+    /// Presence notifications name every user once, in payloads under
+    /// PostgreSQL's 8,000 bytes whatever the ids: here 100 ids of 255
+    /// four-byte code points (102 KB in all).
+    @Test func presencePayloadsStayUnder8000BytesWithTheLongestIDs() async throws {
+        try await TestDatabase.withStore { store in
+            let users = (0..<100).map { n in
+                String(repeating: "🙂", count: APILimits.maxUserIDLength - 3) + String(format: "%03d", n)
+            }
+            let longest = String(repeating: "😀", count: APILimits.maxUserIDLength)
+            #expect(longest.utf8.count == APILimits.maxUserIDBytes)
+            let everyone = users + [longest, "a:b", "c d"]
+            let payloads = try await TestDatabase.feedPayloads(on: store) {
+                _ = try await store.presenceWrite(UUID(), ttl: .seconds(30), sockets: everyone.map { ($0, 1) }, replacingAll: true)
+            }.filter { $0.hasPrefix("w:") }
+            #expect(payloads.count >= 13 && payloads.allSatisfy { $0.utf8.count < 8_000 }, "\(payloads.map(\.utf8.count))")
+            let named = payloads.flatMap { payload -> [UserID] in
+                guard case .presence(let users) = FeedEvent(payload: payload) else { return [] }
+                return users
+            }
+            #expect(named.sorted() == everyone.map(UserID.init(rawValue:)).sorted())
         }
     }
 

@@ -14,7 +14,10 @@ import Testing
             "SELECT user_id FROM mentions WHERE conversation_id = \(id) AND seq = \(seq) ORDER BY user_id COLLATE \"C\"")
     }
 
-    static let members: [UserID] = ["bob", "carol", "dave@example.com", "e.f", "x_y", "bob.smith"]
+    static let members: [UserID] = [
+        "bob", "carol", "dave@example.com", "e.f", "x_y", "bob.smith",
+        "auth0|5f7c8ec7c33c6c004bbafe82", "a user: with spaces", "名前🙂", "a]b", #"back\slash"#, "x @bob y",
+    ]
 
     @Test(arguments: [
         ("@bob at the start", ["bob"]),
@@ -32,12 +35,24 @@ import Testing
         ("line\n@carol", ["carol"]),
         ("no at sign at all", []),
         ("@ alone and @@bob", []),
+        // `@[...]` names any id (sql/029_mentions_of_any_id.sql): up to the
+        // first `]` not escaped, `\]` and `\\` standing for `]` and `\`.
+        ("hi @[auth0|5f7c8ec7c33c6c004bbafe82].", ["auth0|5f7c8ec7c33c6c004bbafe82"]),
+        ("@[a user: with spaces] and (@[名前🙂])", ["a user: with spaces", "名前🙂"]),
+        (#"@[a\]b] and @[back\\slash]"#, ["a]b", #"back\slash"#]),
+        ("@[x @bob y] names one id, not bob", ["x @bob y"]),
+        ("@[bob] is bob too, @[Bob] is nobody", ["bob"]),
+        (#"@[a]b] ends at the first ], @[unclosed\] @bob"#, ["bob"]),
+        ("a@[bob] after an id character, @[] and @[ bob]", []),
+        ("@[alice] is the sender", []),
     ])
     func theParsingRule(_ body: String, _ expected: [String]) async throws {
         try await TestDatabase.withStore { store in
             let id = try await store.createConversation(creator: "alice", title: nil, members: Self.members).id
             let message = try await store.send(to: id, from: "alice", body: body, clientID: nil).message
-            #expect(try await Self.mentioned(store, in: id, seq: message.seq) == expected.sorted())
+            #expect(
+                try await Self.mentioned(store, in: id, seq: message.seq)
+                    == expected.map(UserID.init(rawValue:)).sorted().map(\.rawValue))
         }
     }
 

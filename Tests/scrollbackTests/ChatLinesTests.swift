@@ -40,4 +40,11 @@ import Testing
         #expect(line.hasSuffix("alice: (hidden: you blocked alice)"))
         #expect(!line.contains("watches"))
     }
+
+    /// `/dm` and `/block` take the rest of the line: a user id may hold spaces.
+    @Test func aCommandsUserIsTheRestOfTheLine() {
+        #expect(Chat.rest(of: "/dm a user: with spaces") == "a user: with spaces")
+        #expect(Chat.rest(of: "/block   auth0|5f7c8ec7c33c6c004bbafe82  ") == "auth0|5f7c8ec7c33c6c004bbafe82")
+        #expect(Chat.rest(of: "/dm") == nil && Chat.rest(of: "/dm   ") == nil)
+    }
 }

@@ -6,7 +6,10 @@ import ScrollbackStore
 /// Requires a valid bearer token, and records the user on first sight (the
 /// integrating app owns identities, as with hosted chat services). A server
 /// token acts for the user its `On-Behalf-Of` header names, with that
-/// user's rights, and the call is audited.
+/// user's rights, and the call is audited. The header carries the id
+/// percent-encoded as UTF-8 (a header value cannot carry every character a
+/// user id may hold, and HTTP drops white space around it); an id without
+/// `%` is itself.
 struct AuthMiddleware: RouterMiddleware {
     let tokens: TokenAuthority
     let store: ScrollbackStore
@@ -21,10 +24,13 @@ struct AuthMiddleware: RouterMiddleware {
         var context = context
         let user: UserID
         if caller.isServer {
-            guard let named = request.headers[Self.onBehalfOf], let valid = UserID(validating: named) else {
+            guard let named = request.headers[Self.onBehalfOf]?.removingPercentEncoding,
+                let valid = UserID(validating: named)
+            else {
                 throw APIError(
                     .badRequest, .onBehalfOfRequired,
-                    "A server token calls a user route on behalf of a user: send `On-Behalf-Of: <user id>` (\(UserID.rule)).")
+                    "A server token calls a user route on behalf of a user: send `On-Behalf-Of: <user id>`, "
+                        + "percent-encoded as UTF-8 (\(UserID.rule)).")
             }
             user = valid
             context.operatorName = caller.user.rawValue

@@ -16,9 +16,10 @@ actor LiveHub {
     private var inbox = InboxRouting()
     private var sockets: [Int: StreamSocket] = [:]
     private var shuttingDown = false
-    /// Presence: the users an `o:` notification named since the last pass
-    /// (`everyone`: all members of the subscribed conversations, after the
-    /// feed's connection was lost), and what this instance last told of
+    /// Presence: the users a presence notification (`w:`, or an earlier
+    /// version's `o:`) named since the last pass (`everyone`: all members of
+    /// the subscribed conversations, after the feed's connection was lost),
+    /// and what this instance last told of
     /// each user its subscribers watch, so that a notification that changes
     /// nothing (a second socket elsewhere) sends no frame.
     private var presenceNamed: Set<UserID> = []

@@ -210,7 +210,8 @@ struct LiveRouting {
         var message: Message
         var frame: ServerFrameBytes
         var updated: Bool
-        /// `user emoji` pairs of the subscribers' reactions to it.
+        /// The subscribers' reactions to it, as pairs of a user and an
+        /// emoji (`FeedRead.reactors`).
         var reactors: [String]?
 
         init(_ message: Message, updated: Bool, in read: FeedRead) {
