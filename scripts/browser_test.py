@@ -525,7 +525,7 @@ def run(url, server, screenshots):
         check(True, "members: carol, added from alice's page, has the conversation")
 
         # The server's own words for what it refuses.
-        first.find_element(By.ID, "new-members").send_keys("not a name!")
+        first.find_element(By.ID, "new-members").send_keys("not/a name")
         first.find_element(By.CSS_SELECTOR, "#new-form button").click()
         until(first, "the error", lambda: first.find_element(By.ID, "error").is_displayed())
         message = first.find_element(By.ID, "error").text
