@@ -31,7 +31,7 @@ enum OutboxDelivery {
         -> Result<ScrollbackClient.SendResult, ScrollbackError>?
     {
         guard !Task.isCancelled else { return nil }
-        return await ConversationFeed.untilAnswered(client) { () async throws(ScrollbackError) in
+        return await FeedEffects.untilAnswered(client) { () async throws(ScrollbackError) in
             try await perform(entry, client)
         }
     }
