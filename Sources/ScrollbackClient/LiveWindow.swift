@@ -39,6 +39,10 @@ enum LiveWindow {
                 actions.append(.subscribed(lastSeq: min(seq, live.lastSeq ?? seq), version: version))
             case .emit(.memberRemoved):
                 actions.append(.memberRemoved)
+            case .disconnect:
+                // The socket is given up: what its next subscription replays
+                // before `subscribed` is no proof that nothing was missed.
+                actions.append(.unsubscribed)
             default:
                 break
             }

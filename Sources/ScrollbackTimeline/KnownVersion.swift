@@ -59,6 +59,14 @@ public struct KnownVersion: Sendable, Equatable {
         return current < version ? current : nil
     }
 
+    /// The subscription was lost: no change is carried live until the
+    /// next `subscribed(at:)`, so changes seen meanwhile (a resumed
+    /// subscription's backlog) raise only `seen`: what was missed before
+    /// them is fetched from `current`.
+    public mutating func unsubscribed() {
+        liveFrom = nil
+    }
+
     /// Whether what is held is current as of `version`.
     public func isCurrent(asOf version: Int64) -> Bool {
         current >= version

@@ -145,6 +145,8 @@ public struct Timeline: Sendable, Equatable {
             let behind = versions.subscribed(at: subscribedVersion) != nil
             lastSeq = max(lastSeq, last)
             if isLoaded, behind { effects += requestCatchUp() }
+        case .unsubscribed:
+            versions.unsubscribed()
         case .resyncRequired(let last):
             lastSeq = max(lastSeq, last)
             effects += requestCatchUp()

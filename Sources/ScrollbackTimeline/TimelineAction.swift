@@ -19,6 +19,11 @@ public enum TimelineAction: Sendable, Equatable {
     case messageUpdated(Message)
     /// The `subscribed` frame: the conversation's last seq and version then.
     case subscribed(lastSeq: Int64, version: Int64)
+    /// The live subscription was lost (the socket dropped, the app went to
+    /// the background): changes are no longer carried live, so what arrives
+    /// before the next `subscribed` (a resumed subscription's backlog) does
+    /// not make the window current past what it missed meanwhile.
+    case unsubscribed
     /// The live stream said more was missed than it replays.
     case resyncRequired(lastSeq: Int64)
     /// This client started sending a message: its local echo appears.

@@ -32,6 +32,16 @@ struct ServerHistory {
         return message
     }
 
+    /// A message of `sender`'s, stored with its client id.
+    @discardableResult
+    mutating func append(from sender: String, clientId: String) -> Message {
+        append()
+        messages[messages.count - 1].sender = sender
+        messages[messages.count - 1].clientId = clientId
+        messages[messages.count - 1].body = "sent by \(sender) as \(clientId)"
+        return messages[messages.count - 1]
+    }
+
     @discardableResult
     mutating func edit(_ seq: Int64) -> Message {
         version += 1

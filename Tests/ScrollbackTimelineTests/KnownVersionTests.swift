@@ -29,4 +29,17 @@ import Testing
         versions.sawLive(9)
         #expect(versions.current == 6, "not subscribed: a live change says nothing of the rest")
     }
+
+    @Test func aLostSubscriptionStopsLiveChangesFromMovingWhatIsHeld() {
+        var versions = KnownVersion()
+        versions.caughtUp(to: 8)
+        #expect(versions.subscribed(at: 8) == nil)
+        versions.sawLive(10)
+        #expect(versions.current == 10)
+        versions.unsubscribed()
+        // Away, an edit takes version 11; the resumed backlog brings a message at 12.
+        versions.sawLive(12)
+        #expect(versions.current == 10 && versions.seen == 12, "11 was not seen: nothing proves it applied")
+        #expect(versions.subscribed(at: 12) == 10, "catch up from 10, the edit at 11 included")
+    }
 }

@@ -169,6 +169,20 @@ struct History {
         #expect(update.effects == [.catchUp(sinceVersion: 5), .fillGap(after: 5, through: 8)])
     }
 
+    @Test func aResumedBacklogDoesNotHideAnEditMadeWhileAway() {
+        var timeline = Timeline(conversationId: History.id)
+        timeline.apply(.pageLoaded(History(count: 8).page(limit: 50)))
+        #expect(timeline.apply(.subscribed(lastSeq: 8, version: 8)).effects.isEmpty)
+        timeline.apply(.liveMessage(History.message(seq: 9)))
+        #expect(timeline.version == 9)
+        // The socket drops; meanwhile 4 is edited (version 10) and 10 is sent (version 11).
+        timeline.apply(.unsubscribed)
+        timeline.apply(.liveMessage(History.message(seq: 10, version: 11)))
+        #expect(timeline.version == 9, "the backlog says nothing of version 10")
+        let resumed = timeline.apply(.subscribed(lastSeq: 10, version: 11))
+        #expect(resumed.effects == [.catchUp(sinceVersion: 9)])
+    }
+
     @Test func scrollingNearTheTopAsksForTheOlderPageOnce() {
         var timeline = Timeline(conversationId: History.id, settings: TimelineLayoutSettings(viewportHeight: 300, prefetchThreshold: 100))
         let history = History(count: 200)

@@ -286,8 +286,8 @@ struct FeedStep {
         let update = s.visible.timeline.apply(action)
         for effect in update.effects { run(effect, &s) }
         switch action {
-        case .scrolled, .heightMeasured, .viewportResized:
-            break  // what the list does changes nothing the storage holds
+        case .scrolled, .heightMeasured, .viewportResized, .unsubscribed:
+            break  // what the list does, or a lost socket, changes nothing the storage holds
         default:
             persist(&s)
         }
