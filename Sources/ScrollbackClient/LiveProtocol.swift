@@ -14,6 +14,12 @@ import ScrollbackTimeline
 /// subscription on it); an app with a socket of its own can run them just
 /// as well.
 ///
+/// The subscription's lifecycle (asking for the socket, the subscribe
+/// deadline, backoff with jitter, the background, refused tokens) is a
+/// `Subscription` it holds as a child, the one the inbox holds too; this
+/// value adds only the conversation's rules: where to resume, gaps and
+/// catch-up.
+///
 /// What it guarantees, across any number of disconnects: every message is
 /// delivered once, in seq order, with no gap. It resumes each subscription
 /// with `after_seq` = the last seq delivered, drops a message it has
@@ -152,26 +158,31 @@ public struct LiveProtocol: Sendable, Equatable {
     /// Who decides what is missing.
     public let completeness: Completeness
     /// The backoff between failed connections.
-    public var retry: RetryPolicy
+    public var retry: RetryPolicy {
+        get { subscription.retry }
+        set { subscription.retry = newValue }
+    }
     /// How long a new connection may take to be subscribed.
-    public var subscribeTimeout: Duration
+    public var subscribeTimeout: Duration {
+        get { subscription.subscribeTimeout }
+        set { subscription.subscribeTimeout = newValue }
+    }
     /// The last message delivered; nil before the first subscription of a
     /// stream started "from now".
     public private(set) var lastSeq: Int64?
-    public private(set) var phase: Phase = .idle
+    public var phase: Phase { subscription.phase }
     /// Connections that failed since the last subscription: the backoff grows with it.
-    public private(set) var failures = 0
+    public var failures: Int { subscription.failures }
+    /// The subscription's lifecycle (connecting, subscribing, backoff,
+    /// refusals), a child this protocol scopes into: it keeps only the
+    /// conversation's rules.
+    private var subscription: Subscription
     /// How new what was delivered is: current as of the last subscription
     /// that went live (changes after it that were not seen live are
     /// fetched after a reconnect), and the highest version delivered.
     private var versions = KnownVersion()
-    /// Connections whose token was refused before they were subscribed, in a row.
-    private var refusals = 0
-    /// Numbers the connections, to tell their timers apart.
-    private var attempt = 0
     private var work: Work?
     private var held: [ServerFrame] = []
-    private var jitter: SplitMix64
 
     /// A stream of `conversationId` from after `seq` (nil: from now on).
     /// `seed` makes the backoff's jitter repeatable.
@@ -183,9 +194,9 @@ public struct LiveProtocol: Sendable, Equatable {
         self.conversationId = conversationId
         self.completeness = completeness
         self.lastSeq = seq
-        self.retry = retry
-        self.subscribeTimeout = subscribeTimeout
-        self.jitter = SplitMix64(seed: seed)
+        self.subscription = Subscription(
+            topic: .conversation(conversationId, afterSeq: seq), retry: retry, subscribeTimeout: subscribeTimeout,
+            seed: seed)
     }
 
     /// Where the next subscription resumes, as the window that owns
@@ -196,24 +207,18 @@ public struct LiveProtocol: Sendable, Equatable {
 
     /// Takes in what happened and says what to do next.
     public mutating func handle(_ input: Input) -> [Step] {
-        switch (input, phase) {
-        case (_, .finished):
-            return []
-        case (.start, .idle):
-            return connect()
-        case (.opened, .connecting):
-            phase = .subscribing
-            return [.send(.subscribe(conversationId: conversationId, afterSeq: lastSeq, presence: true))]
-        case (.received(let frame), .subscribing), (.received(let frame), .live):
+        guard phase != .finished else { return [] }
+        switch input {
+        case .received(let frame) where subscription.isSubscribing:
             guard work == nil else {
                 held.append(frame)
                 return []
             }
             return receive(frame) + resume()
-        case (.pageReceived(let page), _):
+        case .pageReceived(let page):
             guard case .filling(let through, let then) = work else { return [] }
             return pageReceived(page, through: through, then: then) + resume()
-        case (.changesReceived(let changes), _):
+        case .changesReceived(let changes):
             switch work {
             case .catchingUp(let since, let through, let seq, let version):
                 return changesReceived(changes, since: since, through: through, subscribedSeq: seq, version: version)
@@ -224,104 +229,41 @@ public struct LiveProtocol: Sendable, Equatable {
             default:
                 return []
             }
-        case (.fetchFailed(let error), _):
+        case .fetchFailed(let error):
             guard let failed = work else { return [] }
             work = nil
             switch error {
-            case .notFound, .forbidden: return finish(error)
+            case .notFound, .forbidden: return following(subscription.finish(error))
             default: break
             }
             // Only a fetch for the current socket costs it: what was missed
             // comes with the next subscription from the last delivered seq.
-            guard failed != .abandoned, phase == .subscribing || phase == .live else { return resume() }
-            return drop(error.localizedDescription)
-        case (.closed(let code, let reason), .connecting), (.closed(let code, let reason), .subscribing),
-            (.closed(let code, let reason), .live):
-            let reason = reason ?? "connection closed"
-            if code == StreamCloseCode.unauthorized { return refused(reason) }
-            return drop(reason)
-        case (.failed(let reason), .connecting), (.failed(let reason), .subscribing), (.failed(let reason), .live):
-            return drop(reason)
-        case (.tokenUnavailable(let reason), _):
-            return finish(.unauthorized(message: "The token provider failed: \(reason)"))
-        case (.timerFired(.subscribeDeadline(let number)), .connecting),
-            (.timerFired(.subscribeDeadline(let number)), .subscribing):
-            guard number == attempt else { return [] }
-            return drop("Not subscribed within \(subscribeTimeout).")
-        case (.timerFired(.reconnect(let number)), .waiting):
-            guard number == attempt else { return [] }
-            return connect()
-        case (.networkAvailable, .waiting), (.foregrounded, .waiting), (.foregrounded, .suspended):
-            failures = 0
-            return connect()
-        case (.networkAvailable, _), (.foregrounded, _):
-            failures = 0
-            return []
-        case (.backgrounded, .connecting), (.backgrounded, .subscribing), (.backgrounded, .live),
-            (.backgrounded, .waiting):
-            return suspend()
-        case (.cancel, _):
-            return finish(nil)
+            guard failed != .abandoned, subscription.isSubscribing else { return resume() }
+            return following(subscription.drop(error.localizedDescription))
         default:
-            // Late news of a socket or timer already given up.
-            return []
+            if case .opened = input { subscription.topic = .conversation(conversationId, afterSeq: lastSeq) }
+            return following(subscription.handle(input))
         }
     }
 
-    // MARK: Connections
-
-    private mutating func connect() -> [Step] {
-        attempt += 1
-        phase = .connecting
-        return [.connect, .startTimer(.subscribeDeadline(attempt: attempt), after: subscribeTimeout)]
-    }
-
-    /// Gives up the current connection and waits to open the next. Its loss
-    /// is reported once, when it had been subscribed; failed attempts to
-    /// reconnect are not.
-    private mutating func drop(_ reason: String) -> [Step] {
-        var steps: [Step] = [.disconnect]
-        if phase == .live { steps.append(.emit(.disconnected(reason: reason))) }
-        phase = .waiting
-        // A page goes on being useful without the socket; a catch-up that
-        // would make it live does not.
-        if case .catchingUp = work { work = .abandoned }
-        held = []
-        failures += 1
-        steps.append(.startTimer(.reconnect(attempt: attempt), after: retry.delay(afterFailure: failures, using: &jitter)))
-        return steps
-    }
-
-    /// Gives up the connection for as long as the app is in the background:
-    /// its loss is reported (when it was live) as any other, and no timer
-    /// reconnects.
-    private mutating func suspend() -> [Step] {
-        var steps: [Step] = [.disconnect]
-        if phase == .live { steps.append(.emit(.disconnected(reason: "The app is in the background."))) }
-        phase = .suspended
-        if case .catchingUp = work { work = .abandoned }
-        held = []
-        return steps
-    }
-
-    /// The server refused the token. On a live socket it expired: a fresh
-    /// one from the provider on the next connection, without growing the
-    /// backoff. A fresh token refused twice in a row will not do better a
-    /// third time: the stream ends.
-    private mutating func refused(_ message: String) -> [Step] {
-        if phase != .live {
-            refusals += 1
-            if refusals >= 2 { return finish(.unauthorized(message: message)) }
+    /// The subscription's steps, and what they end of the conversation's
+    /// work: the frames held go with the socket given up, and a catch-up
+    /// that would make it live is abandoned (a page goes on being useful
+    /// without the socket).
+    private mutating func following(_ steps: [Step]) -> [Step] {
+        for step in steps {
+            switch step {
+            case .disconnect:
+                if case .catchingUp = work { work = .abandoned }
+                held = []
+            case .finish:
+                work = nil
+                held = []
+            default:
+                break
+            }
         }
-        failures = 0
-        return drop(message)
-    }
-
-    private mutating func finish(_ error: ScrollbackError?) -> [Step] {
-        phase = .finished
-        work = nil
-        held = []
-        return [.finish(error)]
+        return steps
     }
 
     // MARK: Frames
@@ -335,8 +277,7 @@ public struct LiveProtocol: Sendable, Equatable {
         }
         switch frame {
         case .subscribed(_, let seq, let version):
-            failures = 0
-            refusals = 0
+            _ = subscription.receive(frame)
             if completeness == .window { return goLive(subscribedSeq: seq, version: version) }
             // Missed messages come from the backlog (or resync_required);
             // missed edits of messages held before come from the change log.
@@ -366,16 +307,14 @@ public struct LiveProtocol: Sendable, Equatable {
         case .memberUpdated(_, let user, let role):
             return [.emit(.memberUpdated(userId: user, role: role))]
         case .memberRemoved:
-            return [.emit(.memberRemoved)] + finish(nil)
+            return [.emit(.memberRemoved)] + following(subscription.finish(nil))
         case .resyncRequired(_, let seq):
             return fill(through: seq, then: nil)
-        case .error(let code, let message, let ref, _):
-            if code == .conversationNotFound { return finish(.notFound(code: code, message: message)) }
-            if code == .unauthorized { return refused(message) }
-            // The subscription itself failed (the database was unavailable,
-            // say): reconnect and subscribe again, with backoff.
-            if phase != .live, ref == conversationId.wire { return drop(message) }
-            return []
+        case .error(let code, let message, _, _):
+            if code == .conversationNotFound {
+                return following(subscription.finish(.notFound(code: code, message: message)))
+            }
+            return following(subscription.receive(frame))
         case .ack, .pong, .inboxSubscribed, .conversationActivity, .memberAdded, .inboxRead, .inboxMemberRemoved,
             .inboxResyncRequired:
             return []  // not about this conversation's subscription
@@ -386,7 +325,7 @@ public struct LiveProtocol: Sendable, Equatable {
         _ = versions.subscribed(at: version)
         versions.caughtUp(to: version)
         if lastSeq == nil { lastSeq = seq }
-        phase = .live
+        subscription.goLive()
         return [.emit(.connected(lastSeq: seq, version: version))]
     }
 
@@ -439,25 +378,9 @@ public struct LiveProtocol: Sendable, Equatable {
     /// Handles the frames held during HTTP work, until one starts more work.
     private mutating func resume() -> [Step] {
         var steps: [Step] = []
-        while work == nil, phase == .subscribing || phase == .live, !held.isEmpty {
+        while work == nil, subscription.isSubscribing, !held.isEmpty {
             steps += receive(held.removeFirst())
         }
         return steps
-    }
-}
-
-/// A small seeded generator (SplitMix64) for the backoff's jitter, so the
-/// protocol stays a value that answers the same inputs with the same steps.
-struct SplitMix64: RandomNumberGenerator, Sendable, Equatable {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE5_E9B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
