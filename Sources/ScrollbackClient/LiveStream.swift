@@ -83,12 +83,36 @@ extension ScrollbackClient {
     func subscribe(
         to id: UUID, handle: (LiveProtocol.Input) -> [LiveProtocol.Step], emit: (LiveEvent) -> Void
     ) async throws {
+        try await subscribe(.conversation(id), handle: handle, emit: emit)
+    }
+
+    /// Runs a subscription to `topic` whose every decision is a reducer's
+    /// (run by an `EffectRunner`): `steps` hands it each input and answers
+    /// with the steps to take, nil once the runner is gone. The events of
+    /// those steps are the reducer's already. What it ended with.
+    func runSubscription(_ topic: LiveTopic, steps: (LiveProtocol.Input) -> [LiveProtocol.Step]?) async
+        -> ScrollbackError?
+    {
+        do {
+            try await subscribe(topic, handle: { steps($0) ?? [.finish(nil)] }, emit: { _ in })
+            return nil
+        } catch {
+            return error as? ScrollbackError ?? .transport(message: "\(error)")
+        }
+    }
+
+    /// Runs the steps of a subscription to `topic` on the shared socket
+    /// until they finish: a conversation's live protocol, or the inbox's
+    /// (whose steps are its `Subscription`'s, and fetch nothing).
+    func subscribe(
+        _ topic: LiveTopic, handle: (LiveProtocol.Input) -> [LiveProtocol.Step], emit: (LiveEvent) -> Void
+    ) async throws {
         let (inputs, inbox) = AsyncStream.makeStream(of: LiveProtocol.Input.self)
-        let subscriber = await connection.join(.conversation(id), inbox: inbox)
+        let subscriber = await connection.join(topic, inbox: inbox)
         var timers: [LiveProtocol.Timer: Task<Void, Never>] = [:]
         let ending: (any Error)?
         do {
-            try await run(id, subscriber, inputs, inbox, &timers, handle: handle, emit: emit)
+            try await run(topic, subscriber, inputs, inbox, &timers, handle: handle, emit: emit)
             ending = nil
         } catch {
             ending = error
@@ -100,7 +124,7 @@ extension ScrollbackClient {
     }
 
     private func run(
-        _ id: UUID, _ subscriber: LiveConnection.Subscriber, _ inputs: AsyncStream<LiveProtocol.Input>,
+        _ topic: LiveTopic, _ subscriber: LiveConnection.Subscriber, _ inputs: AsyncStream<LiveProtocol.Input>,
         _ inbox: AsyncStream<LiveProtocol.Input>.Continuation, _ timers: inout [LiveProtocol.Timer: Task<Void, Never>],
         handle: (LiveProtocol.Input) -> [LiveProtocol.Step], emit: (LiveEvent) -> Void
     ) async throws {
@@ -130,21 +154,13 @@ extension ScrollbackClient {
                 case .disconnect:
                     await connection.release(subscriber)
                 case .fetchPage(let after, let limit):
-                    do {
-                        answers.append(.pageReceived(try await retrying { () async throws(ScrollbackError) in
-                            try await self.page(of: id, .after(after), limit: limit)
-                        }))
-                    } catch {
-                        answers.append(.fetchFailed(error))
-                    }
+                    answers.append(await fetch(in: topic, answer: LiveProtocol.Input.pageReceived) { id throws(ScrollbackError) in
+                        try await self.page(of: id, .after(after), limit: limit)
+                    })
                 case .fetchChanges(let since, let limit):
-                    do {
-                        answers.append(.changesReceived(try await retrying { () async throws(ScrollbackError) in
-                            try await self.changes(in: id, since: since, limit: limit)
-                        }))
-                    } catch {
-                        answers.append(.fetchFailed(error))
-                    }
+                    answers.append(await fetch(in: topic, answer: LiveProtocol.Input.changesReceived) { id throws(ScrollbackError) in
+                        try await self.changes(in: id, since: since, limit: limit)
+                    })
                 case .emit(let event):
                     emit(event)
                 case .startTimer(let timer, let delay):
@@ -158,6 +174,21 @@ extension ScrollbackClient {
                     return
                 }
             }
+        }
+    }
+
+    /// A fetch of a conversation's live protocol, retried, as the input that answers it.
+    private func fetch<Value>(
+        in topic: LiveTopic, answer: (Value) -> LiveProtocol.Input,
+        _ read: (UUID) async throws(ScrollbackError) -> Value
+    ) async -> LiveProtocol.Input {
+        guard case .conversation(let id) = topic else {
+            return .fetchFailed(.transport(message: "The inbox's subscription fetches nothing."))
+        }
+        do {
+            return answer(try await retrying { () async throws(ScrollbackError) in try await read(id) })
+        } catch {
+            return .fetchFailed(error)
         }
     }
 }
