@@ -154,13 +154,15 @@ extension ScrollbackClient {
                 case .disconnect:
                     await connection.release(subscriber)
                 case .fetchPage(let after, let limit):
-                    answers.append(await fetch(in: topic, answer: LiveProtocol.Input.pageReceived) { id throws(ScrollbackError) in
-                        try await self.page(of: id, .after(after), limit: limit)
-                    })
+                    answers.append(
+                        await fetch(in: topic, answer: LiveProtocol.Input.pageReceived) { id throws(ScrollbackError) in
+                            try await self.page(of: id, .after(after), limit: limit)
+                        })
                 case .fetchChanges(let since, let limit):
-                    answers.append(await fetch(in: topic, answer: LiveProtocol.Input.changesReceived) { id throws(ScrollbackError) in
-                        try await self.changes(in: id, since: since, limit: limit)
-                    })
+                    answers.append(
+                        await fetch(in: topic, answer: LiveProtocol.Input.changesReceived) { id throws(ScrollbackError) in
+                            try await self.changes(in: id, since: since, limit: limit)
+                        })
                 case .emit(let event):
                     emit(event)
                 case .startTimer(let timer, let delay):
@@ -177,7 +179,8 @@ extension ScrollbackClient {
         }
     }
 
-    /// A fetch of a conversation's live protocol, retried, as the input that answers it.
+    /// A fetch of a conversation's live protocol, retried, as the input that
+    /// answers it (the inbox's subscription asks for none).
     private func fetch<Value>(
         in topic: LiveTopic, answer: (Value) -> LiveProtocol.Input,
         _ read: (UUID) async throws(ScrollbackError) -> Value

@@ -48,14 +48,17 @@ struct InboxFeedEffects: Sendable {
             }
         case .loadUnreadCounts:
             return .task { send in
-                let answer = await Self.fetched(client) { () async throws(ScrollbackError) in try await client.unreadCounts() }
+                let answer = await Self.fetched(client) { () async throws(ScrollbackError) in
+                    try await client.unreadCounts()
+                }
                 if let answer { _ = send(.unreadCountsAnswered(answer)) }
             }
         case .fetchConversation(let id):
             return .task { send in
                 // Not a member any more: said at once (its `member_removed` comes too).
-                let answer = await Self.fetched(client, answeredAtOnce: { if case .notFound = $0 { true } else { false } }) {
-                    () async throws(ScrollbackError) in try await client.conversation(id)
+                let notMember = { (error: ScrollbackError) in if case .notFound = error { true } else { false } }
+                let answer = await Self.fetched(client, answeredAtOnce: notMember) { () async throws(ScrollbackError) in
+                    try await client.conversation(id)
                 }
                 if let answer { _ = send(.conversationAnswered(id, answer)) }
             }
