@@ -75,7 +75,8 @@ struct FeedReducerTests {
         #expect(Self.work(effects) == [.end])
         #expect(state.phase == .stopped && state.visible.failure == refusal && state.visible.connection == .ended)
         // Answers that come later change nothing.
-        #expect(FeedReducer.reduce(&state, .liveEvent(.connected(lastSeq: 5, version: 5))).isEmpty)
+        #expect(FeedReducer.reduce(&state, .presenceRead(read: 0, .success([]))).isEmpty)
+        #expect(FeedReducer.reduce(&state, .live(.opened)) == [.answer(.steps([.finish(nil)]))])
     }
 
     @Test func theAnswerOfASupersededJumpIsDropped() {
@@ -165,9 +166,10 @@ struct FeedReducerTests {
         #expect(state.onDisk == nil && state.visible.storageFailure == "disk full")
         #expect(failed.contains { if case .publish(let s, _) = $0 { s.storageFailure == "disk full" } else { false } })
         // The next change (a read marker) writes the whole window again.
-        let next = FeedReducer.reduce(&state, .liveEvent(.read(userId: "bob", seq: 2)))
+        let marker = ReadMarker(conversationId: ServerHistory.id, readSeq: 2, unreadCount: 1)
+        let next = FeedReducer.reduce(&state, .markedRead(marker))
         let writes = next.compactMap { if case .store(.save(let changes, _)) = $0 { changes } else { nil } }
-        #expect(writes.map(\.messages.count) == [3] && writes.first?.readSeqs == ["bob": 2])
+        #expect(writes.map(\.messages.count) == [3] && writes.first?.readSeqs == ["alice": 2])
         _ = FeedReducer.reduce(&state, .stored(.save(writes[0], state.onDisk!), failure: nil))
         #expect(state.visible.storageFailure == nil)
     }

@@ -106,19 +106,10 @@ struct FeedEffects: Sendable {
             }
         case .subscribe:
             return .task { send in
-                let ended: ScrollbackError?
-                do {
-                    try await client.subscribe(
-                        to: id,
-                        handle: { input in
-                            guard let effects = send(.live(input)) else { return [.finish(nil)] }
-                            for case .answer(.steps(let steps)) in effects { return steps }
-                            return []
-                        },
-                        emit: { event in _ = send(.liveEvent(event)) })
-                    ended = nil
-                } catch {
-                    ended = error as? ScrollbackError ?? .transport(message: "\(error)")
+                let ended = await client.runSubscription(.conversation(id)) { input in
+                    guard let effects = send(.live(input)) else { return nil }
+                    for case .answer(.steps(let steps)) in effects { return steps }
+                    return []
                 }
                 _ = send(.subscriptionEnded(ended))
             }

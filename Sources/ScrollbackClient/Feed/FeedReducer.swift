@@ -63,9 +63,9 @@ struct FeedStep {
             guard s.phase != .stopped else { return emit(.answer(.steps([.finish(nil)]))) }
             let (actions, steps) = LiveWindow.handle(input, timeline: s.visible.timeline, live: &s.live)
             for action in actions { apply(action, &s) }
+            // What the subscription delivers is this feed's to take in, in order.
+            for case .emit(let event) in steps { receive(event, &s) }
             emit(.answer(.steps(steps)))
-        case .liveEvent(let event):
-            receive(event, &s)
         case .subscriptionEnded(let failure):
             end(failure, &s)
         case .stop:

@@ -121,10 +121,9 @@ enum FeedEvent: Sendable, Equatable {
     case presenceRead(read: Int, Result<[MemberPresence], ScrollbackError>?)
     /// An entry of the outbox was sent: stored, or refused; nil once cancelled.
     case sent(OutboxEntry, Result<ScrollbackClient.SendResult, ScrollbackError>?)
-    /// An input of the live subscription (its answer is the steps to take).
+    /// An input of the live subscription (its answer is the steps to take;
+    /// the events they deliver are the feed's at once).
     case live(LiveProtocol.Input)
-    /// An event the subscription delivered.
-    case liveEvent(LiveEvent)
     /// The subscription ended: for good, or with why.
     case subscriptionEnded(ScrollbackError?)
 }
@@ -157,7 +156,7 @@ enum FeedEffect: Sendable, Equatable {
     case readPresence(read: Int)
     /// Send an entry of the outbox, holding its lane, until answered: `.sent`.
     case deliver(OutboxEntry)
-    /// Run the live subscription: `.live`, `.liveEvent`, `.subscriptionEnded`.
+    /// Run the live subscription on the shared socket: `.live`, then `.subscriptionEnded`.
     case subscribe
     /// Hand the update streams a state and the update that led to it.
     case publish(ConversationFeed.State, TimelineUpdate)

@@ -8,7 +8,7 @@ import Testing
 /// from its events alone, as another client replays it.
 /// `SCROLLBACK_RECORD_TRACES=1 swift test --filter FeedConformanceTests`
 /// writes the traces again from the scenarios.
-struct FeedConformanceTests {
+@Suite(.serialized) struct FeedConformanceTests {
     static let directory = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("conformance/feed")

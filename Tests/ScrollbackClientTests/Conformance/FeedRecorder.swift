@@ -113,13 +113,10 @@ struct FeedRecorder {
         return []
     }
 
-    /// Feeds a socket input, and the events the subscription emits back to
-    /// the feed, as the client's loop does.
+    /// Feeds a socket input; the steps the subscription takes.
     @discardableResult
     mutating func socket(_ input: LiveProtocol.Input) -> [LiveProtocol.Step] {
-        let steps = Self.steps(send(.live(input)))
-        for case .emit(let event) in steps { send(.liveEvent(event)) }
-        return steps
+        Self.steps(send(.live(input)))
     }
 
     mutating func frame(_ frame: ServerFrame) { socket(.received(frame)) }

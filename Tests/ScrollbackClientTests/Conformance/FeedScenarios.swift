@@ -42,7 +42,6 @@ enum FeedScenarios {
         let subscribed = feed.send(.live(.received(.subscribed(conversationId: id, lastSeq: 11, version: history.version))))
         let catchUp = subscribed.filter { if case .fetch = $0 { true } else { false } }
         #expect(catchUp == [.fetch(.catchUp(sinceVersion: 10), window: 0)])
-        for case .emit(let event) in FeedRecorder.steps(subscribed) { feed.send(.liveEvent(event)) }
         feed.send(.fetched(.catchUp(sinceVersion: 10), window: 0, .success(.changesApplied(history.changes(since: 10, limit: 100)))))
         feed.send(.presenceRead(read: feed.state.presenceReads, .success([])))
         #expect(feed.rows == Array((4...11).reversed()))
@@ -168,7 +167,6 @@ enum FeedScenarios {
         feed.frame(.message(seven))
         let subscribed = feed.send(.live(.received(.subscribed(conversationId: id, lastSeq: 7, version: history.version))))
         #expect(subscribed.contains(.fetch(.catchUp(sinceVersion: 5), window: 0)))
-        for case .emit(let event) in FeedRecorder.steps(subscribed) { feed.send(.liveEvent(event)) }
         feed.send(.fetched(.catchUp(sinceVersion: 5), window: 0, .success(.changesApplied(history.changes(since: 5, limit: 100)))))
         #expect(feed.rows == Array((1...7).reversed()) && feed.state.onDisk?.version == history.version)
         #expect(feed.state.onDisk?.messages.first { $0.seq == 3 }?.body.contains("edited") == true)

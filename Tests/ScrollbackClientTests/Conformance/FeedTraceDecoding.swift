@@ -195,7 +195,6 @@ extension FeedTrace {
         case "sent":
             return .sent(try entry(from: json.required("entry"), in: conversation), try answer(from: json["answer"], sendResult))
         case "socket": return .live(try input(from: json.required("input")))
-        case "live_event": return .liveEvent(try liveEvent(from: json.required("event")))
         case "subscription_ended": return .subscriptionEnded(try error(from: json["error"]))
         default: throw TraceError.unknown("event", json)
         }

@@ -238,7 +238,6 @@ enum FeedTrace {
             ["type": "presence_read", "read": JSON(read), "answer": answer(members) { ["members": .wire($0)] }]
         case .sent(let sent, let result): ["type": "sent", "entry": entry(sent), "answer": answer(result, sendResult)]
         case .live(let live): ["type": "socket", "input": input(live)]
-        case .liveEvent(let live): ["type": "live_event", "event": liveEvent(live)]
         case .subscriptionEnded(let failure): ["type": "subscription_ended", "error": error(failure)]
         }
     }
