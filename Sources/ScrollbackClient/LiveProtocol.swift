@@ -346,16 +346,12 @@ public struct LiveProtocol: Sendable, Equatable {
     private mutating func pageReceived(_ page: MessagePage, through: Int64, then: Message?) -> [Step] {
         work = nil
         guard let last = lastSeq else { return [] }
-        let newer = page.messages.filter { $0.seq > last && $0.seq <= through }.sorted { $0.seq < $1.seq }
+        // The timeline's rule of a fill: an empty page means the server has
+        // nothing more up to `through`.
+        var gap = GapFill(after: last, through: through)
         var steps: [Step] = []
-        for message in newer { steps += deliver(message) }
-        // An empty page means the server has nothing more up to `through`.
-        if newer.isEmpty {
-            steps += deliver(then)
-        } else {
-            steps += fill(through: through, then: then)
-        }
-        return steps
+        for message in gap.take(page) { steps += deliver(message) }
+        return steps + (gap.isOpen ? fill(through: through, then: then) : deliver(then))
     }
 
     private mutating func changesReceived(

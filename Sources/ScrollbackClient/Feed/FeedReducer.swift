@@ -326,10 +326,10 @@ struct FeedStep {
     /// is still missing after each page; a fill under way that covers it is
     /// not started twice.
     private mutating func fill(after: Int64, through: Int64, _ s: inout FeedState) {
-        guard !s.fills.values.contains(where: { $0.reached <= after && $0.through >= through }) else { return }
+        guard !s.fills.values.contains(where: { $0.covers(after: after, through: through) }) else { return }
         let fill = s.nextFill
         s.nextFill += 1
-        s.fills[fill] = FeedState.GapFill(reached: after, through: through)
+        s.fills[fill] = GapFill(after: after, through: through)
         emit(.fillPage(fill: fill, after: after, window: s.windows))
     }
 
@@ -340,6 +340,7 @@ struct FeedStep {
     ) {
         // A fill of the window before a jump ends: not this window's.
         guard s.phase != .stopped, let through = s.fills[fill]?.through else { return }
+        var gap = GapFill(after: after, through: through)
         guard window == s.windows, let answer else {
             s.fills[fill] = nil
             return
@@ -350,14 +351,13 @@ struct FeedStep {
             s.visible.failure = error
             publishQuiet(&s)
         case .success(let page):
-            let newest = page.messages.map(\.seq).max().flatMap { $0 > after ? $0 : nil }
+            _ = gap.take(page)
             // Before applying: the timeline's request for the rest is covered by this fill.
-            if let newest { s.fills[fill]?.reached = newest }
+            s.fills[fill] = gap
             apply(.pageLoaded(page), &s)
-            if let newest, newest < through, s.phase != .stopped,
-                Self.isMissing(after: newest, through: through, in: s.visible.timeline)
-            {
-                emit(.fillPage(fill: fill, after: newest, window: window))
+            // The live stream may have brought the rest meanwhile.
+            if gap.isOpen, s.phase != .stopped, Self.isMissing(after: gap.after, through: through, in: s.visible.timeline) {
+                emit(.fillPage(fill: fill, after: gap.after, window: window))
             } else {
                 s.fills[fill] = nil
             }

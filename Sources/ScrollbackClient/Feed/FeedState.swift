@@ -10,12 +10,6 @@ struct FeedState: Sendable, Equatable {
     /// Not started, running, or stopped for good.
     enum Phase: Sendable, Equatable { case idle, running, stopped }
 
-    /// A gap fill under way: the seq it has fetched up to and the seq it goes to.
-    struct GapFill: Sendable, Equatable {
-        var reached: Int64
-        var through: Int64
-    }
-
     let conversationId: UUID
     /// The user the feed sends as.
     let userId: String
@@ -34,7 +28,7 @@ struct FeedState: Sendable, Equatable {
     /// Older and newer pages and catch-ups under way: asked for again, they
     /// are not fetched twice.
     var fetching: [TimelineEffect] = []
-    /// Gap fills under way, by number.
+    /// Gap fills under way, by number: each where its next page is read after.
     var fills: [Int: GapFill] = [:]
     var nextFill = 0
     /// The send of the outbox under way (one at a time, oldest first).
