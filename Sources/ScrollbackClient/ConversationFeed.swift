@@ -72,7 +72,7 @@ public final class ConversationFeed: Sendable {
         self.userId = userId
         self.pageSize = min(max(pageSize, APILimits.pageLimit.lowerBound), APILimits.pageLimit.upperBound)
         let state = FeedState(
-            conversationId: id, userId: userId, pageSize: self.pageSize, storedMessageLimit: self.storedMessageLimit,
+            conversationId: id, userId: userId, storedMessageLimit: self.storedMessageLimit,
             hasStorage: storage != nil, settings: settings, retry: client.retry, subscribeTimeout: client.subscribeTimeout)
         let effects = FeedEffects(client: client, storage: storage, conversationId: id, pageSize: self.pageSize)
         self.runner = FeedEffects.Runner(

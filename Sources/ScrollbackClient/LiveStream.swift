@@ -43,7 +43,7 @@ extension ScrollbackClient {
             let task = Task {
                 var live = LiveProtocol(conversationId: id, after: seq, retry: retry, subscribeTimeout: subscribeTimeout)
                 do {
-                    try await subscribe(to: id, handle: { live.handle($0) }, emit: { continuation.yield($0) })
+                    try await subscribe(.conversation(id), handle: { live.handle($0) }, emit: { continuation.yield($0) })
                     continuation.finish()
                 } catch {
                     continuation.finish(throwing: error)
@@ -76,16 +76,6 @@ extension ScrollbackClient {
         return logger
     }
 
-    /// Runs the steps of a conversation's live protocol (`handle`) until it
-    /// finishes: the shared socket, timers and HTTP fetches here, every
-    /// decision in the protocol. Inputs are handled one at a time; an HTTP
-    /// fetch is awaited before the next frame is handled.
-    func subscribe(
-        to id: UUID, handle: (LiveProtocol.Input) -> [LiveProtocol.Step], emit: (LiveEvent) -> Void
-    ) async throws {
-        try await subscribe(.conversation(id), handle: handle, emit: emit)
-    }
-
     /// Runs a subscription to `topic` whose every decision is a reducer's
     /// (run by an `EffectRunner`): `steps` hands it each input and answers
     /// with the steps to take, nil once the runner is gone. The events of
@@ -103,7 +93,9 @@ extension ScrollbackClient {
 
     /// Runs the steps of a subscription to `topic` on the shared socket
     /// until they finish: a conversation's live protocol, or the inbox's
-    /// (whose steps are its `Subscription`'s, and fetch nothing).
+    /// (whose steps are its `Subscription`'s, and fetch nothing). Inputs
+    /// are handled one at a time, and the steps performed in order; an HTTP
+    /// fetch is awaited before the next frame is handled.
     func subscribe(
         _ topic: LiveTopic, handle: (LiveProtocol.Input) -> [LiveProtocol.Step], emit: (LiveEvent) -> Void
     ) async throws {

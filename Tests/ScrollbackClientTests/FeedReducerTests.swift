@@ -9,7 +9,7 @@ import Testing
 struct FeedReducerTests {
     static func state(storage: Bool = false) -> FeedState {
         FeedState(
-            conversationId: ServerHistory.id, userId: "alice", pageSize: 50, storedMessageLimit: 1_000,
+            conversationId: ServerHistory.id, userId: "alice", storedMessageLimit: 1_000,
             hasStorage: storage, settings: TimelineLayoutSettings(), retry: RetryPolicy(),
             subscribeTimeout: .seconds(10), seed: 7)
     }

@@ -78,6 +78,7 @@ struct FeedEffects: Sendable {
                     case .loadNewer(let after): .pageLoaded(try await client.page(of: id, .after(after), limit: limit))
                     // A change set with `has_more` makes the timeline ask for the next.
                     case .catchUp(let version): .changesApplied(try await client.changes(in: id, since: version))
+                    // The reducer asks for fills as `fillPage`, page by page; a fill asked for here reads its first.
                     case .fillGap(let after, _): .pageLoaded(try await client.page(of: id, .after(after), limit: limit))
                     }
                 }

@@ -64,14 +64,16 @@ extension FeedStep {
     /// the storage last had it, in one transaction with their entries.
     mutating func persist(_ s: inout FeedState) {
         let timeline = s.visible.timeline
-        guard timeline.isLoaded, !s.forgotten else { return }
+        guard timeline.isLoaded, !s.forgotten, s.hasStorage || !s.visible.outbox.isEmpty else { return }
         let window = StoredWindow(keeping: timeline, readSeqs: s.visible.readSeqs, limit: s.storedMessageLimit)
-        // The outbox's sends whose messages are stored now, live or acknowledged.
-        let sentHere = Set(window.messages.filter { $0.sender == s.userId }.compactMap(\.clientId))
-        let arrived = s.visible.outbox.filter { sentHere.contains($0.clientId) }.map(\.clientId)
-        if !arrived.isEmpty { s.visible.outbox.removeAll { sentHere.contains($0.clientId) } }
+        if !s.visible.outbox.isEmpty {
+            // The outbox's sends whose messages are stored now, live or acknowledged.
+            let sentHere = Set(window.messages.filter { $0.sender == s.userId }.compactMap(\.clientId))
+            let arrived = s.visible.outbox.filter { sentHere.contains($0.clientId) }.map(\.clientId)
+            if !arrived.isEmpty { s.visible.outbox.removeAll { sentHere.contains($0.clientId) } }
+            if s.hasStorage { s.acknowledged += arrived.filter { !s.acknowledged.contains($0) } }
+        }
         guard s.hasStorage else { return }
-        s.acknowledged += arrived.filter { !s.acknowledged.contains($0) }
         guard timeline.isAttached else {
             // The storage keeps the newest window: a jump away leaves it as
             // it was, but what the server has stored leaves the outbox.

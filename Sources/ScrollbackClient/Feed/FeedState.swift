@@ -13,7 +13,6 @@ struct FeedState: Sendable, Equatable {
     let conversationId: UUID
     /// The user the feed sends as.
     let userId: String
-    let pageSize: Int
     /// The most messages of the window the storage keeps (the newest).
     let storedMessageLimit: Int
     /// Whether there is a storage to write to: a feed without one skips
@@ -54,13 +53,12 @@ struct FeedState: Sendable, Equatable {
     var presenceReads = 0
 
     init(
-        conversationId: UUID, userId: String, pageSize: Int, storedMessageLimit: Int, hasStorage: Bool,
+        conversationId: UUID, userId: String, storedMessageLimit: Int, hasStorage: Bool,
         settings: TimelineLayoutSettings, retry: RetryPolicy, subscribeTimeout: Duration,
         seed: UInt64 = .random(in: .min ... .max)
     ) {
         self.conversationId = conversationId
         self.userId = userId
-        self.pageSize = pageSize
         self.storedMessageLimit = storedMessageLimit
         self.hasStorage = hasStorage
         self.visible = ConversationFeed.State(timeline: Timeline(conversationId: conversationId, settings: settings))

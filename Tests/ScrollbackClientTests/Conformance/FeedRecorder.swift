@@ -53,8 +53,7 @@ struct FeedRecorder {
 
         func state() -> FeedState {
             FeedState(
-                conversationId: ServerHistory.id, userId: userId, pageSize: pageSize,
-                storedMessageLimit: storedMessageLimit, hasStorage: storage, settings: TimelineLayoutSettings(),
+                conversationId: ServerHistory.id, userId: userId, storedMessageLimit: storedMessageLimit, hasStorage: storage, settings: TimelineLayoutSettings(),
                 retry: retry, subscribeTimeout: subscribeTimeout, seed: seed)
         }
     }
