@@ -5,8 +5,8 @@ import ScrollbackTimeline
 
 /// Drives a `FeedReducer` through a scenario and writes down every step as
 /// a trace: the event in, the effects and the visible state out. Storage
-/// calls are answered as the runner answers them, at once and in order
-/// (as having worked, unless `failingWrites` says otherwise).
+/// calls are answered as the runner answers them, at once and in order,
+/// as having worked.
 struct FeedRecorder {
     typealias JSON = TraceJSON
 
@@ -63,8 +63,6 @@ struct FeedRecorder {
     let settings: Settings
     private(set) var state: FeedState
     private(set) var steps: [JSON] = []
-    /// Why the next storage calls throw, one for each; empty: they work.
-    var failingWrites: [String] = []
     /// Every entry delivered, in order.
     private(set) var delivered: [String] = []
 
@@ -83,28 +81,20 @@ struct FeedRecorder {
     @discardableResult
     mutating func send(_ event: FeedEvent) -> [FeedEffect] {
         let effects = record(event)
-        for case .store in effects {
-            let failure = failingWrites.isEmpty ? nil : failingWrites.removeFirst()
-            // The runner answers each call in the order it was asked for.
-            _ = record(.stored(.forget, failure: failure))
-        }
+        // The runner answers each call in the order it was asked for.
+        for case .store(let write) in effects { _ = record(.stored(write, failure: nil)) }
         return effects
     }
 
     private mutating func record(_ event: FeedEvent) -> [FeedEffect] {
-        var answered = event
-        if case .stored(_, let failure) = event { answered = .stored(pendingWrites.removeFirst(), failure: failure) }
-        let effects = FeedReducer.reduce(&state, answered)
-        for case .store(let write) in effects { pendingWrites.append(write) }
+        let effects = FeedReducer.reduce(&state, event)
         for case .deliver(let entry) in effects { delivered.append(entry.clientId) }
         steps.append([
-            "event": FeedTrace.event(answered), "effects": JSON(effects.map(FeedTrace.effect)),
+            "event": FeedTrace.event(event), "effects": JSON(effects.map(FeedTrace.effect)),
             "state": FeedTrace.visible(state.visible),
         ])
         return effects
     }
-
-    private var pendingWrites: [StorageWrite] = []
 
     /// The socket's steps an event answered with.
     static func steps(_ effects: [FeedEffect]) -> [LiveProtocol.Step] {
