@@ -315,7 +315,8 @@ public struct LiveProtocol: Sendable, Equatable {
                 return following(subscription.finish(.notFound(code: code, message: message)))
             }
             return following(subscription.receive(frame))
-        case .ack, .pong, .inboxSubscribed, .conversationActivity, .memberAdded, .inboxRead, .inboxMemberRemoved,
+        case .ack, .pong, .userUpdated, .inboxSubscribed, .conversationActivity, .memberAdded, .inboxRead,
+            .inboxMemberRemoved,
             .inboxResyncRequired:
             return []  // not about this conversation's subscription
         }

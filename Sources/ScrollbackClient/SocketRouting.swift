@@ -235,7 +235,7 @@ struct SocketRouting: Sendable, Equatable {
             .inboxResyncRequired(let cursor), .inboxRead(_, _, _, _, _, let cursor):
             carriedCursor = cursor
             listeners = on(.inbox)
-        case .ack, .pong:
+        case .ack, .pong, .userUpdated:
             listeners = []
         }
         return listeners.map { .tell($0, .received(frame)) }

@@ -98,6 +98,9 @@ public struct APIErrorCode: RawRepresentable, Codable, Sendable, Hashable, CaseI
     public static let invalidClientID = APIErrorCode(rawValue: "invalid_client_id")
     /// The title is too long or contains U+0000.
     public static let invalidTitle = APIErrorCode(rawValue: "invalid_title")
+    /// A display name that is empty, too long or invisible, or an avatar's
+    /// URL that is not an https URL.
+    public static let invalidProfile = APIErrorCode(rawValue: "invalid_profile")
     /// A user id does not have the shape of ``UserID``.
     public static let invalidUserID = APIErrorCode(rawValue: "invalid_user_id")
     /// A read marker that is negative or beyond the newest message.
@@ -180,6 +183,7 @@ public struct APIErrorCode: RawRepresentable, Codable, Sendable, Hashable, CaseI
         .tooManyItems, .invalidLayoutInput, .invalidReplyTo, .invalidEmoji, .tooManyReactions, .notAThreadRoot,
         .invalidUpload, .invalidUploadSize, .invalidUploadContent, .tooManyUploads, .uploadKindNotAllowed,
         .invalidAttachments,
+        .invalidProfile,
         .invalidDevice, .tooManyDevices, .invalidMute, .invalidRole, .invalidSlowMode, .invalidBan, .memberBanned,
         .slowMode, .invalidReport, .invalidResolution,
         .internalError, .serviceUnavailable, .outcomeUnknown,

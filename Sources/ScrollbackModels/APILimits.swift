@@ -10,6 +10,18 @@ public enum APILimits {
     public static let maxMessageBodyLength = 4_000
     /// A conversation title: at most this many code points.
     public static let maxTitleLength = 200
+    /// A user's display name: 1 to this many code points.
+    public static let maxDisplayNameLength = 100
+    /// An avatar's or a conversation image's URL, in UTF-8 bytes.
+    public static let maxImageURLBytes = 2_048
+    /// A user search's `q`: 1 to this many code points.
+    public static let maxUserQueryLength = 100
+    /// Profiles asked for at once (`GET /v1/users?ids=`).
+    public static let maxProfileIDs = 100
+    /// `limit` of a page of user search.
+    public static let userSearchLimit: ClosedRange<Int> = 1...50
+    /// The user search page size without `limit`.
+    public static let defaultUserSearchLimit = 20
     /// A `client_id` (idempotency key): 1 to this many code points.
     public static let maxClientIDLength = 64
     /// A user id: 1 to this many code points (``UserID/isValid(_:)``).

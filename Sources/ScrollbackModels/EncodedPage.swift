@@ -16,6 +16,8 @@ public struct EncodedPage: Sendable {
         public let seq: Int64
         /// Whom the reader's `blocked_sender` is about.
         public let sender: String
+        /// The sender of the message this one replies to: the page names them too.
+        public let repliedSender: String?
         let start: Int32
         /// Where `blocked_sender` goes: after `attachments` (the only key
         /// sorted before it), before `body`.
@@ -48,7 +50,8 @@ public struct EncodedPage: Sendable {
             message.write(to: &writer, flagAt: &flagAt)
             spans.append(
                 Span(
-                    seq: message.seq, sender: message.sender, start: Int32(start), flagAt: Int32(flagAt),
+                    seq: message.seq, sender: message.sender, repliedSender: message.replyTo?.sender,
+                    start: Int32(start), flagAt: Int32(flagAt),
                     end: Int32(writer.bytes.count)))
         }
         self.init(
@@ -106,13 +109,20 @@ public struct EncodedPage: Sendable {
     private static let flagFirst = Array(#""blocked_sender":true,"#.utf8)
     private static let flagAfter = Array(#","blocked_sender":true"#.utf8)
 
+    /// The users the page names (`MessagePage.namedUsers`).
+    public var namedUsers: Set<UserID> {
+        Message.namedUsers(messages.lazy.map { ($0.sender, $0.repliedSender) })
+    }
+
     /// The page's JSON as `GET /v1/conversations/{id}/messages` answers it
-    /// (without `layout`), to a reader who blocked the senders `blocked`.
-    public func write(to writer: inout JSONWriter, blocking blocked: Set<String>) {
+    /// (without `layout`), to a reader who blocked the senders `blocked`,
+    /// with the profiles of `users` (not kept with the page: a profile
+    /// changes without the conversation's version moving).
+    public func write(to writer: inout JSONWriter, blocking blocked: Set<String>, users: ProfileSet = ProfileSet()) {
         if !isFaithful { writer.markUnfaithful() }
         MessagePage.write(
             to: &writer, firstSeq: firstSeq, hasNewer: hasNewer, hasOlder: hasOlder, lastSeq: lastSeq, layout: nil,
-            version: version
+            version: version, users: users
         ) { writer in
             storage.withUnsafeBufferPointer { bytes in
                 writer.raw(UInt8(ascii: "["))
@@ -137,15 +147,15 @@ public struct EncodedPage: Sendable {
     }
 
     /// The page's JSON, as `write(to:blocking:)`.
-    public func jsonBytes(blocking blocked: Set<String> = []) -> [UInt8] {
-        var writer = JSONWriter(capacity: jsonByteCount)
-        write(to: &writer, blocking: blocked)
+    public func jsonBytes(blocking blocked: Set<String> = [], users: ProfileSet = ProfileSet()) -> [UInt8] {
+        var writer = JSONWriter(capacity: jsonByteCount + users.count * 160)
+        write(to: &writer, blocking: blocked, users: users)
         return writer.bytes
     }
 
     /// The page as values, read back from its JSON (timestamps to the
     /// millisecond, as a client reads them).
-    public func decoded(blocking blocked: Set<String> = []) throws -> MessagePage {
-        try ScrollbackJSON.decoder().decode(MessagePage.self, from: Data(jsonBytes(blocking: blocked)))
+    public func decoded(blocking blocked: Set<String> = [], users: ProfileSet = ProfileSet()) throws -> MessagePage {
+        try ScrollbackJSON.decoder().decode(MessagePage.self, from: Data(jsonBytes(blocking: blocked, users: users)))
     }
 }

@@ -180,6 +180,7 @@ public struct MessagePage: Codable, Sendable, Equatable {
         case version
         case layout
         case firstSeq = "first_seq"
+        case users
     }
 
     /// Newest first.
@@ -201,11 +202,15 @@ public struct MessagePage: Codable, Sendable, Equatable {
     /// retention removed older messages (`has_older` is false there). A
     /// client drops what it holds below it.
     public var firstSeq: Int64
+    /// The profile of each user the page names (each sender, and each
+    /// sender of a message replied to), once, by id.
+    public var users: ProfileSet
 
     public init(
         messages: [Message], hasOlder: Bool, hasNewer: Bool, lastSeq: Int64, version: Int64,
-        layout: PageLayoutHints? = nil, firstSeq: Int64 = 1
+        layout: PageLayoutHints? = nil, firstSeq: Int64 = 1, users: ProfileSet = ProfileSet()
     ) {
+        self.users = users
         self.messages = messages
         self.hasOlder = hasOlder
         self.hasNewer = hasNewer
@@ -224,6 +229,26 @@ public struct MessagePage: Codable, Sendable, Equatable {
         version = try container.decode(Int64.self, forKey: .version)
         layout = try container.decodeIfPresent(PageLayoutHints.self, forKey: .layout)
         firstSeq = try container.decodeIfPresent(Int64.self, forKey: .firstSeq) ?? 1
+        users = try container.decodeIfPresent(ProfileSet.self, forKey: .users) ?? ProfileSet()
+    }
+
+    /// The users the page names: each sender (not the system) and each
+    /// sender of a message replied to.
+    public var namedUsers: Set<UserID> {
+        Message.namedUsers(messages.lazy.map { ($0.sender, $0.replyTo?.sender) })
+    }
+}
+
+extension Message {
+    /// The users named by messages given as their sender and the sender of
+    /// the message each replies to: the system (no sender) is no one.
+    public static func namedUsers(_ senders: some Sequence<(String, String?)>) -> Set<UserID> {
+        var users = Set<UserID>()
+        for (sender, replied) in senders {
+            if !sender.isEmpty { users.insert(UserID(rawValue: sender)) }
+            if let replied, !replied.isEmpty { users.insert(UserID(rawValue: replied)) }
+        }
+        return users
     }
 }
 
@@ -349,7 +374,7 @@ extension MessagePage: JSONWritable {
     public func write(to writer: inout JSONWriter) {
         Self.write(
             to: &writer, firstSeq: firstSeq, hasNewer: hasNewer, hasOlder: hasOlder, lastSeq: lastSeq, layout: layout,
-            version: version
+            version: version, users: users
         ) { writer in writer.array(messages) }
     }
 
@@ -357,7 +382,7 @@ extension MessagePage: JSONWritable {
     /// `messages`): here and in `EncodedPage`.
     static func write(
         to writer: inout JSONWriter, firstSeq: Int64, hasNewer: Bool, hasOlder: Bool, lastSeq: Int64,
-        layout: PageLayoutHints?, version: Int64, messages: (inout JSONWriter) -> Void
+        layout: PageLayoutHints?, version: Int64, users: ProfileSet, messages: (inout JSONWriter) -> Void
     ) {
         writer.beginObject()
         writer.key("first_seq")
@@ -374,6 +399,8 @@ extension MessagePage: JSONWritable {
         }
         writer.key("messages")
         messages(&writer)
+        writer.key("users")
+        users.write(to: &writer)
         writer.key("version")
         writer.number(version)
         writer.endObject()

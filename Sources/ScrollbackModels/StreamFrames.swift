@@ -158,6 +158,10 @@ public enum ServerFrame: Codable, Sendable, Equatable {
     /// offline (their last one closed, or its instance stopped beating), or
     /// hid their presence (then: offline, never seen).
     case presence(conversationId: UUID, MemberPresence)
+    /// The profile of a user who shares a conversation with the socket's
+    /// user changed (on any instance): its name, avatar or data as it now
+    /// shows. Once per socket, to conversation and inbox subscribers alike.
+    case userUpdated(UserProfile)
     /// A frame could not be served. `ref` names what it was about: the
     /// `client_id` of a send, or the conversation of any other frame.
     /// `retryAfter` (code `rate_limited`): seconds to wait before trying
@@ -204,6 +208,7 @@ public enum ServerFrame: Codable, Sendable, Equatable {
         case unreadCount = "unread_count"
         case unreadMentions = "unread_mentions"
         case role
+        case user
     }
 
     public var type: String {
@@ -216,6 +221,7 @@ public enum ServerFrame: Codable, Sendable, Equatable {
         case .typing: "typing"
         case .presence: "presence"
         case .memberUpdated: "member_updated"
+        case .userUpdated: "user_updated"
         case .memberRemoved, .inboxMemberRemoved: "member_removed"
         case .error: "error"
         case .resyncRequired, .inboxResyncRequired: "resync_required"
@@ -265,6 +271,8 @@ public enum ServerFrame: Codable, Sendable, Equatable {
             self = .memberUpdated(
                 conversationId: try id(), userId: try container.decode(String.self, forKey: .userId),
                 role: try container.decode(MemberRole.self, forKey: .role))
+        case "user_updated":
+            self = .userUpdated(try container.decode(UserProfile.self, forKey: .user))
         case "member_removed":
             if let cursor = try container.decodeIfPresent(String.self, forKey: .cursor) {
                 self = .inboxMemberRemoved(conversationId: try id(), cursor: cursor)
@@ -330,6 +338,8 @@ public enum ServerFrame: Codable, Sendable, Equatable {
             try container.encode(id.lowercased, forKey: .conversationId)
             try container.encode(role, forKey: .role)
             try container.encode(userId, forKey: .userId)
+        case .userUpdated(let profile):
+            try container.encode(profile, forKey: .user)
         case .error(let code, let message, let ref, let retryAfter):
             try container.encode(code, forKey: .code)
             try container.encode(message, forKey: .message)
@@ -500,6 +510,10 @@ extension ServerFrame: JSONWritable {
             writeType(to: &writer)
             writer.key("user_id")
             writer.string(userId)
+        case .userUpdated(let profile):
+            writeType(to: &writer)
+            writer.key("user")
+            profile.write(to: &writer)
         case .error(let code, let message, let ref, let retryAfter):
             writer.key("code")
             writer.string(code.rawValue)

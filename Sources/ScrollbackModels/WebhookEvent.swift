@@ -49,6 +49,7 @@ public struct WebhookEvent: Codable, Sendable, Equatable {
         case readMoved = "read.moved"
         case conversationCreated = "conversation.created"
         case reportCreated = "report.created"
+        case userUpdated = "user.updated"
     }
 
     /// What an event is about.
@@ -61,6 +62,10 @@ public struct WebhookEvent: Codable, Sendable, Equatable {
         case conversation(ConversationEventData)
         /// `report.created`.
         case report(ReportEventData)
+        /// `user.updated`: the profile as it shows when the event is
+        /// delivered (its `version` is the event's); of no conversation, so
+        /// `conversation_id` is the nil UUID.
+        case user(UserProfile)
     }
 
     public init(from decoder: any Decoder) throws {
@@ -80,6 +85,8 @@ public struct WebhookEvent: Codable, Sendable, Equatable {
             data = .conversation(try container.decode(ConversationEventData.self, forKey: .data))
         case .reportCreated:
             data = .report(try container.decode(ReportEventData.self, forKey: .data))
+        case .userUpdated:
+            data = .user(try container.decode(UserProfile.self, forKey: .data))
         }
     }
 
@@ -97,6 +104,7 @@ public struct WebhookEvent: Codable, Sendable, Equatable {
         case .member(let member): try container.encode(member, forKey: .data)
         case .conversation(let conversation): try container.encode(conversation, forKey: .data)
         case .report(let report): try container.encode(report, forKey: .data)
+        case .user(let profile): try container.encode(profile, forKey: .data)
         }
     }
 }

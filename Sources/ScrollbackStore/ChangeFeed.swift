@@ -48,6 +48,10 @@ public enum FeedEvent: Sendable, Equatable {
     /// them from now on and closes that user's sockets. Payload
     /// `v:<unix microseconds>:<user id>`, the id last.
     case revoked(user: UserID, before: Date)
+    /// `user`'s profile changed (`sql/030_profiles.sql`): every instance
+    /// drops what it holds of it and tells the sockets that share a
+    /// conversation with them (`user_updated`). Payload `n:` then the id.
+    case profile(user: UserID)
 
     /// The feed's channel in the `public` schema, where the server keeps its
     /// tables. Each schema has its own (`feed_channel()`, sql/027): PostgreSQL's
@@ -82,6 +86,11 @@ public enum FeedEvent: Sendable, Equatable {
                ) moved
                HAVING count(*) > 0
         """
+    }
+
+    /// The notification that `user`'s profile changed (`.profile`).
+    static func notifyProfile(_ user: UserID) -> PostgresQuery {
+        "SELECT pg_notify(\(unescaped: channelSQL), 'n:' || \(user.rawValue)::text)"
     }
 
     /// The kind of a presence notification: `w:` then user ids joined with
@@ -135,6 +144,9 @@ public enum FeedEvent: Sendable, Equatable {
         case "e":
             guard !body.isEmpty else { return nil }
             self = .erased(user: user(body))
+        case "n":
+            guard !body.isEmpty else { return nil }
+            self = .profile(user: user(body))
         case "v":
             guard let fields = fields(2), let micros = Int64(fields[0]) else { return nil }
             self = .revoked(user: user(fields[1]), before: Date(timeIntervalSince1970: Double(micros) / 1_000_000))
@@ -199,7 +211,7 @@ public enum FeedEvent: Sendable, Equatable {
     /// version does not know (from a newer instance during a rolling
     /// deploy) may still change what the conversation's pages show.
     static func conversation(in payload: String) -> UUID? {
-        guard !["o:", "w:", "k:", "e:", "v:"].contains(where: payload.hasPrefix) else { return nil }
+        guard !["o:", "w:", "k:", "e:", "v:", "n:"].contains(where: payload.hasPrefix) else { return nil }
         let parts = payload.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
         return parts.count >= 2 ? UUID(uuidString: String(parts[1])) : nil
     }
@@ -211,7 +223,7 @@ public enum FeedEvent: Sendable, Equatable {
         case .changed(let id, _, _), .read(let id, _, _), .memberRemoved(let id, _), .memberAdded(let id, _),
             .memberUpdated(let id, _, _), .typing(let id, _):
             id
-        case .presence, .blocks, .erased, .revoked:
+        case .presence, .blocks, .erased, .revoked, .profile:
             nil
         }
     }

@@ -49,6 +49,7 @@ extension ScrollbackStore {
                     listened = true
                     logger.debug("listening to the change feed")
                     pageCache.handle(.listening)
+                    profileCache.handle(.listening)
                     await handle(.listening)
                     try await withThrowingTaskGroup(of: Void.self) { group in
                         group.addTask {
@@ -56,6 +57,7 @@ extension ScrollbackStore {
                                 let events = FeedEvent.events(in: notification.payload)
                                 for event in events {
                                     pageCache.handle(.event(event))
+                                    profileCache.handle(.event(event))
                                     await handle(.event(event))
                                 }
                                 if events.isEmpty, let id = FeedEvent.conversation(in: notification.payload) {
@@ -90,6 +92,7 @@ extension ScrollbackStore {
             try? await connection?.close()
             if listened {
                 pageCache.handle(.lost)
+                profileCache.handle(.lost)
                 await handle(.lost)
             }
             guard !Task.isCancelled else { return }

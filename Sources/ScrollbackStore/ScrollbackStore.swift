@@ -29,6 +29,8 @@ public struct ScrollbackStore: Service {
     let searchConfigurationCache = NIOLockedValueBox<String?>(nil)
     /// Newest pages kept while the change feed proves them current.
     let pageCache: PageCache
+    /// Profiles kept while the change feed proves them current.
+    let profileCache: ProfileCache
     /// Sends committed together; nil when grouping is off.
     let sendGroups: SendGroups?
 
@@ -47,6 +49,7 @@ public struct ScrollbackStore: Service {
         self.options = options
         self.metrics = StoreMetrics(factory: metrics, poolSize: options.maximumConnections)
         self.pageCache = PageCache(capacity: max(options.pageCacheBytes, 0), factory: metrics)
+        self.profileCache = ProfileCache(capacity: options.pageCacheBytes > 0 ? 100_000 : 0)
         self.sendGroups =
             options.sendGroupSize > 1 ? SendGroups(size: options.sendGroupSize, wait: options.sendGroupWait) : nil
     }
@@ -78,36 +81,30 @@ public struct ScrollbackStore: Service {
         }
     }
 
-    /// Records a user the first time they are seen. Users belong to the
-    /// integrating app; this only remembers that they exist.
     /// Forgets that this process recorded `user` (they were erased, here
     /// or on another instance): their next request records them anew.
     public func forgetKnownUser(_ user: UserID) {
         knownUsers.forget(user)
     }
 
-    public func ensureUser(_ userID: UserID) async throws {
-        if knownUsers.contains(userID) { return }
-        _ = try await rows("INSERT INTO users (id) VALUES (\(userID.rawValue)) ON CONFLICT (id) DO NOTHING", writes: true, as: .ensureUser)
-        knownUsers.insert(userID)
-    }
 }
 
-/// Users already recorded by this process, so most requests skip the upsert
-/// (a lock, not an actor: no hop on every request). Bounded: when full it
-/// forgets everything and relearns (an upsert is cheap).
+/// Users already recorded by this process, with the profile claims of
+/// their token as last recorded, so most requests skip the upsert (a lock,
+/// not an actor: no hop on every request). Bounded: when full it forgets
+/// everything and relearns (an upsert is cheap).
 struct KnownUsers: Sendable {
-    private let ids = NIOLockedValueBox(Set<UserID>())
+    private let ids = NIOLockedValueBox([UserID: TokenProfile]())
     private let capacity = 100_000
 
-    func contains(_ id: UserID) -> Bool { ids.withLockedValue { $0.contains(id) } }
+    func contains(_ id: UserID, token: TokenProfile) -> Bool { ids.withLockedValue { $0[id] == token } }
 
-    func forget(_ id: UserID) { _ = ids.withLockedValue { $0.remove(id) } }
+    func forget(_ id: UserID) { _ = ids.withLockedValue { $0.removeValue(forKey: id) } }
 
-    func insert(_ id: UserID) {
+    func insert(_ id: UserID, token: TokenProfile) {
         ids.withLockedValue { ids in
             if ids.count >= capacity { ids.removeAll(keepingCapacity: true) }
-            ids.insert(id)
+            ids[id] = token
         }
     }
 }

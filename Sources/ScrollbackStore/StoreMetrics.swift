@@ -46,6 +46,7 @@ public enum StatementName: String, CaseIterable, Sendable {
     case importing
     case retention
     case revocations
+    case profiles
 }
 
 /// Why the store gave up on a statement or on waiting for a connection,

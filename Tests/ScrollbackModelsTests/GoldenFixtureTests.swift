@@ -96,6 +96,11 @@ struct Golden: Sendable, CustomTestStringConvertible {
         Golden("message_envelope", MessageEnvelope(message: Values.message)),
         Golden("message_page", Values.page),
         Golden("message_page_with_layout", Values.pageWithLayout),
+        Golden("user_envelope", UserEnvelope(user: Values.alice)),
+        Golden("user_list", UserList(users: [Values.alice, .bare("bob")], nextCursor: "dTphbGljZR9hbGljZQ")),
+        Golden("user_list_last_page", UserList(users: [])),
+        Golden("set_profile_request", SetProfileRequest(displayName: "Alice Liddell", avatar: Values.alice.avatar)),
+        Golden("server_frame_user_updated", ServerFrame.userUpdated(Values.alice)),
         Golden("page_layout_hints", Values.hints),
         Golden("change_set", ChangeSet(messages: [Values.deletedMessage, Values.message], hasMore: true, version: 9)),
         Golden("conversation", Values.conversation),
@@ -237,8 +242,14 @@ enum Values {
         conversationId: conversationID, seq: 41, sender: "bob", body: "", clientId: nil, createdAt: sentAt,
         version: 43, editedAt: nil, deleted: true)
 
+    static let alice = UserProfile(
+        id: "alice", displayName: "Alice Liddell",
+        avatar: ProfileImage(
+            url: "https://cdn.example/alice.jpg", width: 256, height: 256, blurhash: "LEHV6nWB2yk8pyo0adR*.7kCMdnj"),
+        version: 7)
     static let page = MessagePage(
-        messages: [message, deletedMessage], hasOlder: true, hasNewer: false, lastSeq: 42, version: 44)
+        messages: [message, deletedMessage], hasOlder: true, hasNewer: false, lastSeq: 42, version: 44,
+        users: ProfileSet([alice, .bare("bob")]))
     static let hints = PageLayoutHints(
         viewportHeight: 640, viewportWidth: 390, itemHeights: [38, 60], contentHeight: 106, bottomPadding: 534,
         metrics: PageLayoutHints.Metrics(

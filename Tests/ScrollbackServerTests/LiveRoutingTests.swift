@@ -464,8 +464,8 @@ private func describe(_ frame: ServerFrame) -> String {
     case .memberUpdated(_, let user, let role): "member_updated \(user) \(role.rawValue)"
     case .memberRemoved: "member_removed"
     case .resyncRequired(_, let lastSeq): "resync \(lastSeq)"
-    case .ack, .error, .pong, .inboxSubscribed, .conversationActivity, .memberAdded, .inboxRead, .inboxMemberRemoved,
-        .inboxResyncRequired:
+    case .ack, .error, .pong, .userUpdated, .inboxSubscribed, .conversationActivity, .memberAdded, .inboxRead,
+        .inboxMemberRemoved, .inboxResyncRequired:
         "\(frame)"
     }
 }
@@ -477,7 +477,7 @@ extension ServerFrame {
             .resyncRequired(let id, _), .presence(let id, _), .memberUpdated(let id, _, _):
             id
         case .message(let message), .messageUpdated(let message): message.conversationId
-        case .ack, .error, .pong, .inboxSubscribed, .conversationActivity, .memberAdded, .inboxRead,
+        case .ack, .error, .pong, .userUpdated, .inboxSubscribed, .conversationActivity, .memberAdded, .inboxRead,
             .inboxMemberRemoved, .inboxResyncRequired:
             nil
         }

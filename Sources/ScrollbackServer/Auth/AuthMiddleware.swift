@@ -23,6 +23,7 @@ struct AuthMiddleware: RouterMiddleware {
         let caller = try await tokens.caller(fromAuthorization: request.headers[.authorization])
         var context = context
         let user: UserID
+        var profile = TokenProfile()
         if caller.isServer {
             guard let named = request.headers[Self.onBehalfOf]?.removingPercentEncoding,
                 let valid = UserID(validating: named)
@@ -36,8 +37,9 @@ struct AuthMiddleware: RouterMiddleware {
             context.operatorName = caller.user.rawValue
         } else {
             user = caller.user
+            profile = caller.profile
         }
-        try await store.ensureUser(user)
+        try await store.ensureUser(user, token: profile)
         // Until the replicas hold what this call wrote, the user's reads go to the primary.
         defer { if ![.get, .head].contains(request.method) { store.noteWrite(by: user) } }
         context.userID = user

@@ -4,6 +4,7 @@ import JWTKit
 import Logging
 import NIOConcurrencyHelpers
 import ScrollbackModels
+import ScrollbackStore
 
 /// The claims Scrollback reads from a bearer token.
 struct AccessClaims: JWTPayload {
@@ -69,6 +70,9 @@ public struct TokenAuthority: Sendable {
         var isServer = false
         /// Its `iat`, if it has one.
         var issuedAt: Date?
+        /// Its OpenID Connect `name` and `picture`, when usable as a
+        /// display name and an avatar's URL (`Validation`).
+        var profile = TokenProfile()
     }
 
     private static let serverTokenOnUserRoute = APIError.unauthorized(
@@ -293,6 +297,11 @@ public struct TokenAuthority: Sendable {
             throw APIError.unauthorized(
                 "The bearer token's `\(identity.userClaim)` (SCROLLBACK_JWT_USER_CLAIM) must be a user id of \(UserID.rule).")
         }
-        return VerifiedToken(user: user, expires: expires.addingTimeInterval(leeway), isServer: false, issuedAt: issuedAt)
+        let profile = TokenProfile(
+            name: claims.string("name").flatMap { try? Validation.displayName($0) },
+            picture: claims.string("picture").flatMap { try? Validation.imageURL($0, field: "picture") })
+        return VerifiedToken(
+            user: user, expires: expires.addingTimeInterval(leeway), isServer: false, issuedAt: issuedAt,
+            profile: profile)
     }
 }

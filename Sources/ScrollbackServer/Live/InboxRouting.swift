@@ -231,7 +231,7 @@ struct InboxRouting {
                 markDirty(user, &effects)
                 users[user]?.conversations.remove(id)
                 forget(user, in: id)
-            case .typing, .presence, .memberUpdated, .blocks, .erased, .revoked:
+            case .typing, .presence, .memberUpdated, .blocks, .erased, .revoked, .profile:
                 break
             }
         }

@@ -87,8 +87,21 @@ public struct LiveDelivery: Service {
             let inboxRequests = await hub.takeInboxReads()
             let presence = await hub.takePresence()
             let blockReads = await hub.takeBlockReads()
+            let profiles = await hub.takeProfiles()
             var failed = false
             await withTaskGroup(of: Bool.self) { group in
+                if let profiles {
+                    group.addTask { [store, hub] in
+                        do {
+                            let audience = try await store.sharing(profiles.changed, with: profiles.viewers)
+                            await hub.apply(try await store.profiles(named: Set(profiles.changed)), audience: audience)
+                            return true
+                        } catch {
+                            await hub.retry(profiles)
+                            return false
+                        }
+                    }
+                }
                 if !blockReads.isEmpty {
                     group.addTask { [hub, blockLists] in
                         var left = blockReads[...]

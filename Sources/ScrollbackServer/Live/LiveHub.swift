@@ -29,6 +29,8 @@ actor LiveHub {
     /// (`everyone`: every subscribed user, after the feed's connection was lost).
     private var blocksNamed: Set<UserID> = []
     private var blocksOfEveryone = false
+    /// Profiles: the users whose profile changed since the last pass.
+    private var profilesNamed: Set<UserID> = []
     /// Wakes the catch-up worker when a conversation is marked for a read.
     /// Keeping only the newest wake-up is enough: the worker takes every
     /// marked conversation at once, and a mark made after that take yields
@@ -139,6 +141,9 @@ actor LiveHub {
         case .event(.blocks(let user)):
             blocksNamed.insert(user)
             wakeWorker.yield()
+        case .event(.profile(let user)):
+            profilesNamed.insert(user)
+            wakeWorker.yield()
         case .event(.erased(let user)):
             // Closed as a token that is no longer valid is: the client signs
             // in again (and the product's sign-in knows the account is gone).
@@ -182,6 +187,43 @@ actor LiveHub {
     /// A read of block lists that failed is tried again by the next pass.
     func retryBlocks(_ users: [UserID]) {
         blocksNamed.formUnion(users)
+        wakeWorker.yield()
+    }
+
+    // MARK: Profiles, for the catch-up worker
+
+    /// Whose profiles changed, and the users of the sockets open here, who
+    /// are told when they share a conversation with them.
+    struct ProfileRequest: Sendable {
+        var changed: [UserID]
+        var viewers: [UserID]
+    }
+
+    /// The profile changes to tell since the last call (nil: none); call it
+    /// on each of `wakeUps`.
+    func takeProfiles() -> ProfileRequest? {
+        defer { profilesNamed.removeAll() }
+        let viewers = Set(sockets.values.compactMap(\.user))
+        guard !profilesNamed.isEmpty, !viewers.isEmpty else { return nil }
+        return ProfileRequest(changed: Array(profilesNamed), viewers: Array(viewers))
+    }
+
+    /// Sends `user_updated` once to each socket of a viewer who shares a
+    /// conversation with the user whose profile it is (`audience`: pairs
+    /// of a viewer and a changed user).
+    func apply(_ profiles: ProfileSet, audience: [(viewer: UserID, changed: UserID)]) {
+        var viewersOf: [UserID: Set<UserID>] = [:]
+        for pair in audience { viewersOf[pair.changed, default: []].insert(pair.viewer) }
+        for (changed, viewers) in viewersOf {
+            guard let profile = profiles[changed.rawValue] else { continue }
+            let frame = ServerFrameBytes(.userUpdated(profile))
+            for socket in sockets.values where socket.user.map(viewers.contains) == true { socket.send(frame) }
+        }
+    }
+
+    /// A read of profiles that failed is tried again by the next pass.
+    func retry(_ request: ProfileRequest) {
+        profilesNamed.formUnion(request.changed)
         wakeWorker.yield()
     }
 

@@ -418,6 +418,8 @@ struct LiveRouting {
             break  // read by the hub's pass, then `setBlocked(_:for:)`
         case .erased, .revoked:
             break  // the hub closes the user's sockets, which ends their subscriptions
+        case .profile:
+            break  // not about one conversation (`conversation` is nil)
         }
     }
 

@@ -153,7 +153,7 @@ final class StreamSession: Sendable {
                 return
             }
             let first = socket.user == nil
-            if first { try await store.ensureUser(verified.user) }
+            if first { try await store.ensureUser(verified.user, token: verified.profile) }
             socket.authenticate(verified.user, until: verified.expires, issuedAt: verified.issuedAt)
             // (Counted before the close below, as the disconnect counts it out.)
             if first { live.presence.connected(verified.user) }

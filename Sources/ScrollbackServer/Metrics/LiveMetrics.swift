@@ -83,6 +83,7 @@ struct LiveMetrics: Sendable {
         case .blocks: "blocks"
         case .erased: "erased"
         case .revoked: "revoked"
+        case .profile: "profile"
         }
     }
 }

@@ -56,6 +56,7 @@ struct OutboxEventData: Sendable {
     var messages: [Int64: Message] = [:]
     var conversation: ConversationEventData?
     var reports: [UUID: ReportEventData] = [:]
+    var users = ProfileSet()
 
     static func load(for events: [OutboxEvent], from store: ScrollbackStore) async throws -> OutboxEventData {
         guard let first = events.first else { return OutboxEventData() }
@@ -67,6 +68,8 @@ struct OutboxEventData: Sendable {
         }
         let reports = events.filter { $0.type == "report.created" }.compactMap { $0.subject.flatMap(UUID.init(uuidString:)) }
         if !reports.isEmpty { data.reports = try await store.reportsForEvents(reports) }
+        let users = events.filter { $0.type == "user.updated" }.compactMap(\.user)
+        if !users.isEmpty { data.users = try await store.profiles(named: Set(users)) }
         return data
     }
 
@@ -103,6 +106,9 @@ struct OutboxEventData: Sendable {
                 throw Missing(description: "the conversation of event \(event.event) is not stored")
             }
             payload = .conversation(conversation)
+        case .userUpdated:
+            guard let user = event.user else { throw Missing(description: "event \(event.event) names no user") }
+            payload = .user(users[user.rawValue] ?? .bare(user.rawValue))
         }
         return WebhookEvent(
             id: "\(event.event)", type: type, createdAt: event.createdAt, conversationId: event.conversationID,

@@ -46,9 +46,11 @@ struct MessageController {
         }
         let page = try await store.encodedPage(of: id, for: user, anchor: anchor, limit: limit, minVersion: minVersion)
         let blocked = try await blockLists.blocked(by: user)
-        guard hints.estimation != nil else { return JSONBody(.encoded(page, blocking: blocked)) }
+        let users = try await store.profiles(named: page.namedUsers)
+        guard hints.estimation != nil else { return JSONBody(.encoded(page, blocking: blocked, users: users)) }
         // Hints measure the messages: read back from the page's JSON (the same values a client reads).
-        return JSONBody(.decoded(try hints.apply(to: try page.decoded(blocking: blocked), anchor: anchor)))
+        return JSONBody(
+            .decoded(try hints.apply(to: try page.decoded(blocking: blocked, users: users), anchor: anchor)))
     }
 }
 
@@ -56,19 +58,19 @@ struct MessageController {
 /// written from the page's JSON bytes with the reader's block flags
 /// spliced in (`EncodedPage`), or from values when layout hints were asked.
 enum PageAnswer: JSONWritable, Sendable {
-    case encoded(EncodedPage, blocking: Set<String>)
+    case encoded(EncodedPage, blocking: Set<String>, users: ProfileSet)
     case decoded(MessagePage)
 
     func write(to writer: inout JSONWriter) {
         switch self {
-        case .encoded(let page, let blocked): page.write(to: &writer, blocking: blocked)
+        case .encoded(let page, let blocked, let users): page.write(to: &writer, blocking: blocked, users: users)
         case .decoded(let page): page.write(to: &writer)
         }
     }
 
     var jsonByteCountHint: Int {
         switch self {
-        case .encoded(let page, _): page.jsonByteCount
+        case .encoded(let page, _, let users): page.jsonByteCount + users.count * 160
         case .decoded: 512
         }
     }
@@ -76,7 +78,8 @@ enum PageAnswer: JSONWritable, Sendable {
     /// As the same `MessagePage` (the server writes it with `write(to:)`).
     func encode(to encoder: any Encoder) throws {
         switch self {
-        case .encoded(let page, let blocked): try page.decoded(blocking: blocked).encode(to: encoder)
+        case .encoded(let page, let blocked, let users):
+            try page.decoded(blocking: blocked, users: users).encode(to: encoder)
         case .decoded(let page): try page.encode(to: encoder)
         }
     }

@@ -160,10 +160,57 @@ enum Validation {
             ifInvisible: " Omit it or send null for no title.")
     }
 
+    /// A display name: visible text of 1 to ``APILimits/maxDisplayNameLength``
+    /// code points, no control characters, no line breaks.
+    static func displayName(_ name: String) throws -> String {
+        guard !name.isEmpty else {
+            throw APIError.unprocessable(
+                .invalidProfile, "Field `display_name` must not be empty; send null to clear it.")
+        }
+        return try visibleText(
+            name, field: "display_name", code: .invalidProfile, maxLength: APILimits.maxDisplayNameLength,
+            allowingLineBreaks: false, ifInvisible: " Send null to clear it.")
+    }
+
+    /// The URL of an image the operator keeps on their own servers: `https`
+    /// (or `http` to a loopback host, for local use), at most
+    /// ``APILimits/maxImageURLBytes`` bytes.
+    static func imageURL(_ text: String, field: String) throws -> String {
+        guard text.utf8.count <= APILimits.maxImageURLBytes, let url = URL(string: text), let host = url.host,
+            !host.isEmpty, url.scheme == "https" || (url.scheme == "http" && Loopback.contains(host)),
+            !text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control || $0 == " " })
+        else {
+            throw APIError.unprocessable(
+                .invalidProfile,
+                "Field `\(field)` must be an https URL of at most \(APILimits.maxImageURLBytes) bytes (http only to a loopback host).")
+        }
+        return text
+    }
+
+    /// An image given by URL, with its size and blurhash when known.
+    static func profileImage(_ image: ProfileImage, field: String) throws -> ProfileImage {
+        var image = image
+        image.url = try imageURL(image.url, field: "\(field).url")
+        for (name, value) in [("width", image.width), ("height", image.height)] {
+            if let value, !(1...65_535).contains(value) {
+                throw APIError.unprocessable(
+                    .invalidProfile, "Field `\(field).\(name)` must be a number of pixels from 1 to 65535.")
+            }
+        }
+        if let blurhash = image.blurhash {
+            do {
+                image.blurhash = try Blurhash(validating: blurhash).string
+            } catch {
+                throw APIError.unprocessable(.invalidProfile, "Field `\(field).blurhash` is not a blurhash: \(error.reason).")
+            }
+        }
+        return image
+    }
+
     /// Text people read, by the rule of ``VisibleText``: something visible,
     /// no control characters but a body's line breaks and tabs, and at most
     /// `maxLength` code points.
-    private static func visibleText(
+    static func visibleText(
         _ text: String, field: String, code: APIErrorCode, maxLength: Int, allowingLineBreaks: Bool,
         ifInvisible hint: String = ""
     ) throws -> String {

@@ -1,0 +1,253 @@
+import Foundation
+
+/// What a user is called and what they look like, as every answer that
+/// names users carries it (`users` of a page, `GET /v1/users/{id}`, the
+/// `user_updated` frame).
+///
+/// `display_name` and `avatar` are what the user or the operator set or,
+/// while they set nothing, the `name` and `picture` claims of the user's
+/// identity provider; null when there is neither (a client shows the id,
+/// and initials). `version` moves on every change: of two answers about
+/// one user, the one with the higher version is the newer.
+public struct UserProfile: Codable, Sendable, Hashable {
+    enum CodingKeys: String, CodingKey {
+        case id
+        case displayName = "display_name"
+        case avatar
+        case version
+    }
+
+    public var id: String
+    public var displayName: String?
+    public var avatar: ProfileImage?
+    public var version: Int64
+
+    public init(id: String, displayName: String? = nil, avatar: ProfileImage? = nil, version: Int64 = 0) {
+        self.id = id
+        self.displayName = displayName
+        self.avatar = avatar
+        self.version = version
+    }
+
+    /// The profile of a user no one has described: their id, nothing else.
+    public static func bare(_ id: String) -> UserProfile { UserProfile(id: id) }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id, forKey: .id)
+        try container.encode(displayName, forKey: .displayName)
+        try container.encode(avatar, forKey: .avatar)
+        try container.encode(version, forKey: .version)
+    }
+}
+
+/// A picture of a user (or of a conversation): where to load it, and, when
+/// known, its pixel size and a blurhash, so a list reserves its box and
+/// shows a placeholder before it loads.
+public struct ProfileImage: Codable, Sendable, Hashable {
+    public var url: String
+    public var width: Int?
+    public var height: Int?
+    public var blurhash: String?
+
+    public init(url: String, width: Int? = nil, height: Int? = nil, blurhash: String? = nil) {
+        self.url = url
+        self.width = width
+        self.height = height
+        self.blurhash = blurhash
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(blurhash, forKey: .blurhash)
+        try container.encode(height, forKey: .height)
+        try container.encode(url, forKey: .url)
+        try container.encode(width, forKey: .width)
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case url, width, height, blurhash
+    }
+}
+
+extension UserProfile: JSONWritable {
+    public func write(to writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.key("avatar")
+        if let avatar { avatar.write(to: &writer) } else { writer.null() }
+        writer.key("display_name")
+        writer.string(displayName)
+        writer.key("id")
+        writer.string(id)
+        writer.key("version")
+        writer.number(version)
+        writer.endObject()
+    }
+}
+
+extension ProfileImage: JSONWritable {
+    public func write(to writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.key("blurhash")
+        writer.string(blurhash)
+        writer.key("height")
+        if let height { writer.number(height) } else { writer.null() }
+        writer.key("url")
+        writer.string(url)
+        writer.key("width")
+        if let width { writer.number(width) } else { writer.null() }
+        writer.endObject()
+    }
+}
+
+/// The profiles an answer names, by user id, each once: written as a JSON
+/// object whose keys are the ids, in byte order.
+public struct ProfileSet: Sendable, Hashable, Codable {
+    public var profiles: [String: UserProfile]
+
+    public init(_ profiles: [UserProfile] = []) {
+        self.profiles = Dictionary(profiles.map { ($0.id, $0) }, uniquingKeysWith: { a, b in a.version >= b.version ? a : b })
+    }
+
+    public subscript(id: String) -> UserProfile? { profiles[id] }
+    public var isEmpty: Bool { profiles.isEmpty }
+    public var count: Int { profiles.count }
+
+    public init(from decoder: any Decoder) throws {
+        profiles = try decoder.singleValueContainer().decode([String: UserProfile].self)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(profiles)
+    }
+}
+
+extension ProfileSet: JSONWritable {
+    public func write(to writer: inout JSONWriter) {
+        writer.beginObject()
+        for (index, id) in profiles.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }).enumerated() {
+            if index > 0 { writer.raw(UInt8(ascii: ",")) }
+            writer.string(id)
+            writer.raw(UInt8(ascii: ":"))
+            profiles[id]!.write(to: &writer)
+        }
+        writer.endObject()
+    }
+}
+
+/// `PATCH /v1/users/me`: each field left out stays as it is; `null` clears
+/// it (the identity provider's claim shows again, when there is one).
+/// An avatar is set by the operator (`PUT /v1/admin/users/{id}/profile`);
+/// a user may clear theirs.
+public struct UpdateProfileRequest: Decodable, Sendable, Equatable {
+    enum CodingKeys: String, CodingKey {
+        case displayName = "display_name"
+        case avatar
+    }
+
+    public var displayName: FieldChange<String>
+    public var avatar: FieldChange<ProfileImage>
+
+    public init(displayName: FieldChange<String> = .unchanged, avatar: FieldChange<ProfileImage> = .unchanged) {
+        self.displayName = displayName
+        self.avatar = avatar
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        displayName = try FieldChange(container, .displayName)
+        avatar = try FieldChange(container, .avatar)
+    }
+}
+
+extension UpdateProfileRequest: Encodable {
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try displayName.encode(into: &container, .displayName)
+        try avatar.encode(into: &container, .avatar)
+    }
+}
+
+/// `PUT /v1/admin/users/{id}/profile`: the profile as a whole; a field left
+/// out or null is cleared.
+public struct SetProfileRequest: Codable, Sendable, Equatable {
+    enum CodingKeys: String, CodingKey {
+        case displayName = "display_name"
+        case avatar
+    }
+
+    public var displayName: String?
+    public var avatar: ProfileImage?
+
+    public init(displayName: String? = nil, avatar: ProfileImage? = nil) {
+        self.displayName = displayName
+        self.avatar = avatar
+    }
+}
+
+/// One field of a partial update: left as it is, cleared, or set.
+public enum FieldChange<Value: Codable & Sendable & Equatable>: Sendable, Equatable {
+    case unchanged
+    case cleared
+    case set(Value)
+
+    init<Key: CodingKey>(_ container: KeyedDecodingContainer<Key>, _ key: Key) throws {
+        if !container.contains(key) {
+            self = .unchanged
+        } else if try container.decodeNil(forKey: key) {
+            self = .cleared
+        } else {
+            self = .set(try container.decode(Value.self, forKey: key))
+        }
+    }
+
+    func encode<Key: CodingKey>(into container: inout KeyedEncodingContainer<Key>, _ key: Key) throws {
+        switch self {
+        case .unchanged: break
+        case .cleared: try container.encodeNil(forKey: key)
+        case .set(let value): try container.encode(value, forKey: key)
+        }
+    }
+
+    /// `current` after the change.
+    public func applied(to current: Value?) -> Value? {
+        switch self {
+        case .unchanged: current
+        case .cleared: nil
+        case .set(let value): value
+        }
+    }
+}
+
+/// `GET /v1/users?q=` and `GET /v1/users?ids=`: profiles, and for a search
+/// the cursor of the next page (null after the last).
+public struct UserList: Codable, Sendable, Equatable {
+    enum CodingKeys: String, CodingKey {
+        case users
+        case nextCursor = "next_cursor"
+    }
+
+    public var users: [UserProfile]
+    public var nextCursor: String?
+
+    public init(users: [UserProfile], nextCursor: String? = nil) {
+        self.users = users
+        self.nextCursor = nextCursor
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(nextCursor, forKey: .nextCursor)
+        try container.encode(users, forKey: .users)
+    }
+}
+
+/// `GET /v1/users/{id}`, `PATCH /v1/users/me`, `PUT /v1/admin/users/{id}/profile`.
+public struct UserEnvelope: Codable, Sendable, Equatable {
+    public var user: UserProfile
+
+    public init(user: UserProfile) {
+        self.user = user
+    }
+}

@@ -1,0 +1,316 @@
+import Foundation
+import PostgresNIO
+import ScrollbackModels
+
+/// The `name` and `picture` claims of a user's token (OpenID Connect), as
+/// the server took them: each nil when absent or not usable.
+public struct TokenProfile: Sendable, Hashable {
+    public var name: String?
+    public var picture: String?
+
+    public init(name: String? = nil, picture: String? = nil) {
+        self.name = name
+        self.picture = picture
+    }
+
+    public var isEmpty: Bool { name == nil && picture == nil }
+}
+
+/// A profile as its row holds it: what the user or the operator set, and
+/// what the identity provider's claims say.
+public struct StoredProfile: Sendable, Equatable {
+    public var id: UserID
+    public var displayName: String?
+    public var avatar: ProfileImage?
+    public var token = TokenProfile()
+    public var version: Int64 = 0
+
+    /// What every answer shows: what was set, else the claims.
+    public var shown: UserProfile {
+        UserProfile(
+            id: id.rawValue, displayName: displayName ?? token.name,
+            avatar: avatar ?? token.picture.map { ProfileImage(url: $0) }, version: version)
+    }
+}
+
+/// Profiles (`sql/030_profiles.sql`): read by users who share a
+/// conversation, searched by prefix, changed by their user, the operator
+/// and the identity provider's claims.
+extension ScrollbackStore {
+    /// The columns of a profile under alias `u` (a LEFT JOIN may find none).
+    static let profileColumns =
+        "u.display_name, u.avatar::text, u.token_name, u.token_picture, COALESCE(u.profile_version, 0)"
+
+    /// SQL of "`user` shares a conversation with `viewer`" (both SQL expressions).
+    static func sharesConversation(_ user: String, with viewer: String) -> String {
+        """
+        EXISTS (SELECT 1 FROM members a JOIN members b ON b.conversation_id = a.conversation_id
+                WHERE a.user_id = \(viewer) AND b.user_id = \(user))
+        """
+    }
+
+    private static let avatarDecoder = JSONDecoder()
+    private static let avatarEncoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return encoder
+    }()
+
+    static func storedProfile(
+        id: UserID, displayName: String?, avatar: String?, tokenName: String?, tokenPicture: String?, version: Int64
+    ) throws -> StoredProfile {
+        var image: ProfileImage?
+        if let avatar {
+            guard let decoded = try? avatarDecoder.decode(ProfileImage.self, from: Data(avatar.utf8)) else {
+                throw MalformedRow()
+            }
+            image = decoded
+        }
+        return StoredProfile(
+            id: id, displayName: displayName, avatar: image, token: TokenProfile(name: tokenName, picture: tokenPicture),
+            version: version)
+    }
+
+    /// Decodes `id` then `profileColumns`.
+    static func profile(in row: PostgresRow) throws -> StoredProfile {
+        let (id, name, avatar, tokenName, tokenPicture, version) = try row.decode(
+            (String, String?, String?, String?, String?, Int64).self)
+        return try storedProfile(
+            id: UserID(rawValue: id), displayName: name, avatar: avatar, tokenName: tokenName,
+            tokenPicture: tokenPicture, version: version)
+    }
+
+    // MARK: Reading
+
+    /// The profiles of `ids` that `viewer` may read, in the order asked:
+    /// their own, and those of users who share a conversation with them
+    /// (nil: the operator, who reads any user recorded or a member
+    /// somewhere). A user who was never described has a bare profile.
+    public func profiles(of ids: [UserID], visibleTo viewer: UserID?) async throws -> [UserProfile] {
+        guard !ids.isEmpty else { return [] }
+        let names = ids.map(\.rawValue)
+        let visible =
+            viewer == nil
+            ? "(u.id IS NOT NULL OR EXISTS (SELECT 1 FROM members m WHERE m.user_id = i.id))"
+            : "(i.id = $2 OR \(Self.sharesConversation("i.id", with: "$2")))"
+        var bindings = PostgresBindings()
+        bindings.append(names)
+        bindings.append(viewer?.rawValue ?? "")
+        let rows = try await rows(
+            PostgresQuery(
+                unsafeSQL: """
+                    SELECT i.id, \(Self.profileColumns)
+                    FROM unnest($1::text[]) WITH ORDINALITY AS i (id, n)
+                    LEFT JOIN users u ON u.id = i.id
+                    WHERE \(visible)
+                    ORDER BY i.n
+                    """, binds: bindings),
+            writes: false, as: .profiles)
+        var seen = Set<String>()
+        return try rows.map { try Self.profile(in: $0).shown }.filter { seen.insert($0.id).inserted }
+    }
+
+    /// The profiles of the users a page names (its senders): no check of who
+    /// may read them (a member reads the senders of their conversation's
+    /// messages), from the profile cache when it holds them.
+    public func profiles(named users: Set<UserID>) async throws -> ProfileSet {
+        let named = users.filter { !$0.rawValue.isEmpty }  // the system sends as no one
+        guard !named.isEmpty else { return ProfileSet() }
+        let (found, missing, ticket) = profileCache.lookup(named)
+        guard !missing.isEmpty else { return ProfileSet(found) }
+        let rows = try await rows(
+            """
+            SELECT i.id, \(unescaped: Self.profileColumns)
+            FROM unnest(\(missing.map(\.rawValue))::text[]) AS i (id) LEFT JOIN users u ON u.id = i.id
+            """,
+            writes: false, as: .profiles)
+        let read = try rows.map { try Self.profile(in: $0).shown }
+        profileCache.keep(read, ticket: ticket)
+        return ProfileSet(found + read)
+    }
+
+    /// One page of user search: users whose shown name or id has a word
+    /// starting with `query` (`ProfileWords`), in the order of their shown
+    /// name (lower case, byte order) then id, after `after`; only those who
+    /// share a conversation with `viewer` (not the viewer), or any user for
+    /// the operator (nil). `limit + 1` are read to tell whether more follow.
+    public func searchUsers(
+        _ query: String, visibleTo viewer: UserID?, after: UserSearchPosition?, limit: Int
+    ) async throws -> (users: [UserProfile], next: UserSearchPosition?) {
+        let pattern =
+            query.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "%", with: "\\%")
+            .replacingOccurrences(of: "_", with: "\\_") + "%"
+        var bindings = PostgresBindings()
+        bindings.append(pattern)
+        bindings.append(viewer?.rawValue ?? "")
+        bindings.append(after?.sortName ?? "")
+        bindings.append(after?.id.rawValue ?? "")
+        bindings.append(limit + 1)
+        let visible =
+            viewer == nil ? "" : "AND u.id <> $2 AND \(Self.sharesConversation("u.id", with: "$2"))"
+        let rows = try await rows(
+            PostgresQuery(
+                unsafeSQL: """
+                    SELECT u.id, \(Self.profileColumns), u.sort_name
+                    FROM users u
+                    WHERE u.id IN (SELECT w.user_id FROM user_words w WHERE w.word LIKE $1 ESCAPE '\\')
+                      \(visible)
+                      AND (u.sort_name, u.id) > ($3, $4)
+                    ORDER BY u.sort_name, u.id
+                    LIMIT $5
+                    """, binds: bindings),
+            writes: false, as: .profiles)
+        var users: [UserProfile] = []
+        var last: UserSearchPosition?
+        for row in rows.prefix(limit) {
+            let (id, name, avatar, tokenName, tokenPicture, version, sortName) = try row.decode(
+                (String, String?, String?, String?, String?, Int64, String).self)
+            let profile = try Self.storedProfile(
+                id: UserID(rawValue: id), displayName: name, avatar: avatar, tokenName: tokenName,
+                tokenPicture: tokenPicture, version: version)
+            users.append(profile.shown)
+            last = UserSearchPosition(sortName: sortName, id: profile.id)
+        }
+        return (users, rows.count > limit ? last : nil)
+    }
+
+    /// The pairs of a viewer of `viewers` and a user of `users` who share
+    /// a conversation (a user shares with themself when among the viewers):
+    /// who is told of a profile change live.
+    public func sharing(_ users: [UserID], with viewers: [UserID]) async throws -> [(viewer: UserID, changed: UserID)] {
+        guard !users.isEmpty, !viewers.isEmpty else { return [] }
+        let rows = try await rows(
+            """
+            SELECT DISTINCT a.user_id, b.user_id
+            FROM members b JOIN members a ON a.conversation_id = b.conversation_id
+            WHERE b.user_id = ANY(\(users.map(\.rawValue))::text[]) AND a.user_id = ANY(\(viewers.map(\.rawValue))::text[])
+            """,
+            writes: false, as: .profiles)
+        return try rows.map { row in
+            let (viewer, changed) = try row.decode((String, String).self)
+            return (UserID(rawValue: viewer), UserID(rawValue: changed))
+        }
+    }
+
+    // MARK: Writing
+
+    /// Records `user` on first sight and, when their token carries the
+    /// OpenID Connect `name` and `picture` claims, keeps those as the
+    /// profile's fallback (a change of them is a change of the profile
+    /// when the user set nothing of their own).
+    public func ensureUser(_ userID: UserID, token: TokenProfile = TokenProfile()) async throws {
+        if knownUsers.contains(userID, token: token) { return }
+        if token.isEmpty {
+            try await withConnection(writes: true, as: .ensureUser) { [logger] connection in
+                try await Self.record(userID, on: connection, logger: logger)
+            }
+        } else {
+            try await changeProfile(of: userID, as: .ensureUser) { $0.token = token }
+        }
+        knownUsers.insert(userID, token: token)
+    }
+
+    /// The user sets their profile (`PATCH /v1/users/me`).
+    public func updateProfile(of user: UserID, _ change: UpdateProfileRequest) async throws -> UserProfile {
+        try await changeProfile(of: user) { stored in
+            stored.displayName = change.displayName.applied(to: stored.displayName)
+            stored.avatar = change.avatar.applied(to: stored.avatar)
+        }
+    }
+
+    /// The operator sets a user's profile as a whole (`PUT /v1/admin/users/{id}/profile`).
+    public func setProfile(of user: UserID, _ profile: SetProfileRequest) async throws -> UserProfile {
+        try await changeProfile(of: user) { stored in
+            stored.displayName = profile.displayName
+            stored.avatar = profile.avatar
+        }
+    }
+
+    /// Changes `user`'s stored profile in one transaction, under the row's
+    /// lock: records them if new, applies `change`, and when what shows
+    /// changed takes the next version, writes the search words of the shown
+    /// name, tells every instance (`n:`) and writes a `user.updated` event
+    /// for the webhook.
+    @discardableResult
+    func changeProfile(
+        of user: UserID, as name: StatementName = .profiles, _ change: @escaping @Sendable (inout StoredProfile) -> Void
+    ) async throws -> UserProfile {
+        defer { profileCache.invalidate(user) }
+        return try await withTransaction(as: name) { [logger] connection in
+            try await Self.record(user, on: connection, logger: logger)
+            let rows = try await connection.query(
+                "SELECT u.id, \(unescaped: Self.profileColumns) FROM users u WHERE u.id = \(user.rawValue) FOR UPDATE",
+                logger: logger
+            ).collect()
+            guard let row = rows.first else { throw MalformedRow() }
+            let before = try Self.profile(in: row)
+            var after = before
+            change(&after)
+            guard after != before else { return before.shown }
+            let shows = after.shown.displayName != before.shown.displayName || after.shown.avatar != before.shown.avatar
+            let avatar = try after.avatar.map { String(decoding: try Self.avatarEncoder.encode($0), as: UTF8.self) }
+            let updated = try await connection.query(
+                """
+                UPDATE users SET display_name = \(after.displayName), avatar = \(avatar)::jsonb,
+                    token_name = \(after.token.name), token_picture = \(after.token.picture),
+                    profile_version = CASE WHEN \(shows) THEN nextval('profile_versions') ELSE profile_version END
+                WHERE id = \(user.rawValue)
+                RETURNING profile_version
+                """,
+                logger: logger
+            ).collect()
+            after.version = try updated.first?.decode(Int64.self) ?? after.version
+            guard shows else { return after.shown }
+            if after.shown.displayName != before.shown.displayName {
+                let words = after.shown.displayName.map(ProfileWords.words(of:)) ?? []
+                // Two statements: an INSERT does not see what a DELETE of the same statement removed.
+                _ = try await connection.query(
+                    "DELETE FROM user_words WHERE user_id = \(user.rawValue) AND source = 'n' AND word <> ALL(\(words)::text[])",
+                    logger: logger
+                ).collect()
+                _ = try await connection.query(
+                    """
+                    INSERT INTO user_words (user_id, source, word)
+                    SELECT \(user.rawValue), 'n', w FROM unnest(\(words)::text[]) AS w
+                    ON CONFLICT DO NOTHING
+                    """,
+                    logger: logger
+                ).collect()
+            }
+            _ = try await connection.query(FeedEvent.notifyProfile(user), logger: logger).collect()
+            _ = try await connection.query(
+                """
+                INSERT INTO outbox (event, sink, type, conversation_id, user_id, version)
+                SELECT nextval('outbox_events'), s.name, 'user.updated', '00000000-0000-0000-0000-000000000000',
+                       \(user.rawValue), \(after.version)
+                FROM outbox_sinks s WHERE s.name = 'webhook'
+                """,
+                logger: logger
+            ).collect()
+            return after.shown
+        }
+    }
+
+    /// Records `user` if new, with the search words of their id.
+    static func record(_ user: UserID, on connection: PostgresConnection, logger: Logger) async throws {
+        _ = try await connection.query(
+            """
+            WITH recorded AS (INSERT INTO users (id) VALUES (\(user.rawValue)) ON CONFLICT (id) DO NOTHING RETURNING id)
+            INSERT INTO user_words (user_id, source, word)
+            SELECT recorded.id, 'i', w FROM recorded, unnest(\(ProfileWords.words(of: user.rawValue))::text[]) AS w
+            """,
+            logger: logger
+        ).collect()
+    }
+}
+
+/// Where a page of user search ended: the last user's sort name and id.
+public struct UserSearchPosition: Sendable, Equatable {
+    public var sortName: String
+    public var id: UserID
+
+    public init(sortName: String, id: UserID) {
+        self.sortName = sortName
+        self.id = id
+    }
+}
