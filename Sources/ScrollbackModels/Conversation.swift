@@ -143,25 +143,34 @@ public struct ConversationList: Codable, Sendable, Equatable {
     /// miss it, so restart from the top and merge by id. Always false on the
     /// first page.
     public var activityChanged: Bool
+    /// The profile of each row's last sender and of the other member of
+    /// each one-to-one conversation, once, by id.
+    public var users: ProfileSet
 
-    public init(conversations: [Conversation], nextCursor: String?, activityChanged: Bool = false) {
+    public init(
+        conversations: [Conversation], nextCursor: String?, activityChanged: Bool = false,
+        users: ProfileSet = ProfileSet()
+    ) {
         self.conversations = conversations
         self.nextCursor = nextCursor
         self.activityChanged = activityChanged
+        self.users = users
     }
 
     enum CodingKeys: String, CodingKey {
         case conversations
         case nextCursor = "next_cursor"
         case activityChanged = "activity_changed"
+        case users
     }
 
-    /// `activity_changed` may be absent (servers before it existed): false.
+    /// `activity_changed` and `users` may be absent (servers before them): false, none.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         conversations = try container.decode([Conversation].self, forKey: .conversations)
         nextCursor = try container.decodeIfPresent(String.self, forKey: .nextCursor)
         activityChanged = try container.decodeIfPresent(Bool.self, forKey: .activityChanged) ?? false
+        users = try container.decodeIfPresent(ProfileSet.self, forKey: .users) ?? ProfileSet()
     }
 
     // Encode `next_cursor: null` explicitly: clients test for it.
@@ -170,6 +179,17 @@ public struct ConversationList: Codable, Sendable, Equatable {
         try container.encode(conversations, forKey: .conversations)
         try container.encode(nextCursor, forKey: .nextCursor)
         try container.encode(activityChanged, forKey: .activityChanged)
+        try container.encode(users, forKey: .users)
+    }
+
+    /// The users the rows name: each last sender (not the system), and the
+    /// other member of a conversation of two, as seen by `viewer`.
+    public static func namedUsers(_ conversations: [Conversation], viewer: UserID) -> Set<UserID> {
+        var users = Message.namedUsers(conversations.compactMap { $0.lastMessage.map { ($0.sender, nil) } })
+        for conversation in conversations where conversation.members.count == 2 {
+            for member in conversation.members where member != viewer.rawValue { users.insert(UserID(rawValue: member)) }
+        }
+        return users
     }
 }
 
@@ -314,6 +334,8 @@ extension ConversationList: JSONWritable {
         writer.array(conversations)
         writer.key("next_cursor")
         writer.string(nextCursor)
+        writer.key("users")
+        users.write(to: &writer)
         writer.endObject()
     }
 }

@@ -311,6 +311,10 @@ public struct ExportedUser: Codable, Sendable, Equatable {
         case id
         case createdAt = "created_at"
         case lastSeenAt = "last_seen_at"
+        case displayName = "display_name"
+        case avatar
+        case providerName = "provider_name"
+        case providerPicture = "provider_picture"
     }
 
     public var id: String
@@ -319,11 +323,24 @@ public struct ExportedUser: Codable, Sendable, Equatable {
     /// them).
     public var createdAt: Date?
     public var lastSeenAt: Date?
+    /// The profile as set by the user or the operator.
+    public var displayName: String?
+    public var avatar: ProfileImage?
+    /// The identity provider's `name` and `picture` claims, as last taken from a token.
+    public var providerName: String?
+    public var providerPicture: String?
 
-    public init(id: String, createdAt: Date?, lastSeenAt: Date?) {
+    public init(
+        id: String, createdAt: Date?, lastSeenAt: Date?, displayName: String? = nil, avatar: ProfileImage? = nil,
+        providerName: String? = nil, providerPicture: String? = nil
+    ) {
         self.id = id
         self.createdAt = createdAt
         self.lastSeenAt = lastSeenAt
+        self.displayName = displayName
+        self.avatar = avatar
+        self.providerName = providerName
+        self.providerPicture = providerPicture
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -331,6 +348,10 @@ public struct ExportedUser: Codable, Sendable, Equatable {
         try container.encode(id, forKey: .id)
         try container.encode(createdAt, forKey: .createdAt)
         try container.encode(lastSeenAt, forKey: .lastSeenAt)
+        try container.encode(displayName, forKey: .displayName)
+        try container.encode(avatar, forKey: .avatar)
+        try container.encode(providerName, forKey: .providerName)
+        try container.encode(providerPicture, forKey: .providerPicture)
     }
 }
 

@@ -76,9 +76,18 @@ public struct ConversationMember: Codable, Sendable, Hashable {
 /// `GET /v1/conversations/{id}/members`: every member with their role, by user id.
 public struct MemberList: Codable, Sendable, Hashable {
     public var members: [ConversationMember]
+    /// Each member's profile, by id.
+    public var users: ProfileSet
 
-    public init(members: [ConversationMember]) {
+    public init(members: [ConversationMember], users: ProfileSet = ProfileSet()) {
         self.members = members
+        self.users = users
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        members = try container.decode([ConversationMember].self, forKey: .members)
+        users = try container.decodeIfPresent(ProfileSet.self, forKey: .users) ?? ProfileSet()
     }
 }
 

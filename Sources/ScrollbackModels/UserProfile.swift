@@ -50,6 +50,19 @@ public struct ProfileImage: Codable, Sendable, Hashable {
     public var height: Int?
     public var blurhash: String?
 
+    /// The rule of an image's URL (openapi.yaml states it as the pattern of
+    /// `ProfileImage.url`): https, a host, and a path and query of URL
+    /// characters with any other percent-encoded.
+    public static let urlPattern = #"^https://[A-Za-z0-9][A-Za-z0-9.-]*(:[0-9]{1,5})?(/([A-Za-z0-9._~!$&'()*+,;=:@/-]|%[0-9A-Fa-f]{2})*)?([?]([A-Za-z0-9._~!$&'()*+,;=:@/?-]|%[0-9A-Fa-f]{2})*)?$"#
+
+    /// Whether `text` is an image URL the API takes: ``urlPattern`` and at
+    /// most ``APILimits/maxImageURLBytes`` bytes.
+    public static func isValidURL(_ text: String) -> Bool {
+        text.utf8.count <= APILimits.maxImageURLBytes && text.wholeMatch(of: urlRegex) != nil
+    }
+
+    nonisolated(unsafe) private static let urlRegex = try! Regex(urlPattern)
+
     public init(url: String, width: Int? = nil, height: Int? = nil, blurhash: String? = nil) {
         self.url = url
         self.width = width

@@ -73,9 +73,23 @@ extension ScrollbackStore {
     ) async throws {
         // No row for a user who never called the service (others added them).
         let found = try await rows(
-            "SELECT created_at, last_seen_at FROM users WHERE id = \(user.rawValue)", writes: false, as: .privacy)
-        let (createdAt, lastSeen) = try found.first?.decode((Date?, Date?).self) ?? (nil, nil)
-        try await emit(.user(ExportedUser(id: user.rawValue, createdAt: createdAt, lastSeenAt: lastSeen)))
+            """
+            SELECT u.id, \(unescaped: Self.profileColumns), u.created_at, u.last_seen_at FROM users u
+            WHERE u.id = \(user.rawValue)
+            """,
+            writes: false, as: .privacy)
+        var exported = ExportedUser(id: user.rawValue, createdAt: nil, lastSeenAt: nil)
+        if let row = found.first {
+            let (id, name, avatar, tokenName, tokenPicture, version, createdAt, lastSeen) = try row.decode(
+                (String, String?, String?, String?, String?, Int64, Date?, Date?).self)
+            let profile = try Self.storedProfile(
+                id: UserID(rawValue: id), displayName: name, avatar: avatar, tokenName: tokenName,
+                tokenPicture: tokenPicture, version: version)
+            exported = ExportedUser(
+                id: user.rawValue, createdAt: createdAt, lastSeenAt: lastSeen, displayName: profile.displayName,
+                avatar: profile.avatar, providerName: profile.token.name, providerPicture: profile.token.picture)
+        }
+        try await emit(.user(exported))
         let readers = MessageRow.readers(user)
         try await forEachConversation(of: user, batch: batch) { id in
             let membership = try await rows(

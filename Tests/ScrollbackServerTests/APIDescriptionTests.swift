@@ -102,6 +102,9 @@ import Testing
         #expect(Int(changesLimit.3) == APILimits.defaultChangesLimit)
 
         #expect(Self.number("maxLength", in: schema("UserID")) == Double(APILimits.maxUserIDLength))
+        let imageURL = try #require(schema("ProfileImage", "properties", "url"))
+        #expect(imageURL.contains("pattern: '\(ProfileImage.urlPattern.replacingOccurrences(of: "'", with: "''"))'"))
+        #expect(Self.number("maxLength", in: imageURL) == Double(APILimits.maxImageURLBytes))
         for name in ["Conversation", "CreateConversationRequest"] {
             #expect(Self.number("maxLength", in: schema(name, "properties", "title")) == Double(APILimits.maxTitleLength))
         }

@@ -158,7 +158,7 @@ import Testing
 
             let many = (0...100).map { "u\($0)" }.joined(separator: ",")
             for path in [
-                "/v1/users?ids=\(many)", "/v1/users?q=", "/v1/users?q=\(String(repeating: "a", count: 101))",
+                "/v1/users?ids=\(many)", "/v1/users?ids=", "/v1/users?q=", "/v1/users?q=\(String(repeating: "a", count: 101))",
                 "/v1/users?q=%20%20", "/v1/users", "/v1/users?q=a&ids=b", "/v1/users?q=a&cursor=garbage",
                 "/v1/users?q=a&limit=51",
             ] {
@@ -166,6 +166,9 @@ import Testing
                 #expect(reply.status == 400, "\(path): \(reply.status)")
                 #expect(reply.code == .invalidParameter, "\(path)")
             }
+            let control = try await cluster.request(.GET, "/v1/users?q=b%00o", as: "alice")
+            #expect(control.status == 200)
+            #expect(try control.decode(UserList.self).users.isEmpty)
             let server = try await cluster.tokens.serverToken(named: "ops", ttl: 600)
             #expect(try await cluster.request(.GET, "/v1/admin/users/eve", token: server).status == 200)
             #expect(try await cluster.request(.GET, "/v1/admin/users/nobody-at-all", token: server).status == 404)
@@ -258,6 +261,46 @@ import Testing
             shown = try await store.updateProfile(of: user, UpdateProfileRequest(displayName: .cleared))
             #expect(shown.displayName == "Ann Renamed" && shown.version > unchanged.version)
             #expect(try await store.searchUsers("renamed", visibleTo: nil, after: nil, limit: 10).users.map(\.id) == ["oidc-user"])
+        }
+    }
+
+    /// The conversation list names each row's last sender and the other
+    /// member of a one-to-one; the members list each member. An export holds
+    /// the profile; an erasure wipes it, and the pages then name the user
+    /// with nothing but their id.
+    @Test func listsAndMembersNameProfilesAndAnErasureWipesThem() async throws {
+        try await LiveCluster.run { cluster in
+            let group = try await cluster.conversation("alice", members: ["bob", "carol"])
+            let pair = try await cluster.request(
+                .POST, "/v1/conversations", as: "alice", body: #"{"members": ["dave"], "distinct": true}"#)
+            #expect(pair.status == 201)
+            for (user, name) in [("alice", "Alice"), ("bob", "Bob"), ("carol", "Carol"), ("dave", "Dave")] {
+                _ = try await Self.rename(user, name, in: cluster)
+            }
+            #expect(try await cluster.request(
+                .POST, "/v1/conversations/\(group)/messages", as: "bob", body: #"{"body": "hi"}"#).status == 201)
+            let list = try await cluster.request(.GET, "/v1/conversations", as: "alice").decode(ConversationList.self)
+            #expect(list.conversations.count == 2)
+            #expect(Set(list.users.profiles.keys) == ["bob", "dave"])  // bob sent last; dave is the other of the pair
+            #expect(list.users["dave"]?.displayName == "Dave")
+            let members = try await cluster.request(.GET, "/v1/conversations/\(group)/members", as: "carol")
+                .decode(MemberList.self)
+            #expect(Set(members.users.profiles.keys) == ["alice", "bob", "carol"])
+            #expect(members.users["alice"]?.displayName == "Alice")
+
+            let server = try await cluster.tokens.serverToken(named: "ops", ttl: 600)
+            let export = try await cluster.request(.GET, "/v1/admin/users/bob/export", token: server)
+            let first = try #require(String(decoding: export.body, as: UTF8.self).split(separator: "\n").first)
+            let record = try ScrollbackJSON.decoder().decode(UserExportRecord.self, from: Data(first.utf8))
+            guard case .user(let exported) = record else { Issue.record("no user record first"); return }
+            #expect(exported.displayName == "Bob")
+
+            #expect(try await cluster.request(.DELETE, "/v1/admin/users/bob", token: server).status == 200)
+            let page = try await cluster.request(.GET, "/v1/conversations/\(group)/messages", as: "alice")
+                .decode(MessagePage.self)
+            #expect(page.users["bob"]?.displayName == nil)
+            let (found, _) = try await cluster.store.searchUsers("bob", visibleTo: nil, after: nil, limit: 10)
+            #expect(found.isEmpty)
         }
     }
 }

@@ -46,10 +46,11 @@ struct ConversationController {
         let limit = try query.limit()
         let position = try query.single("cursor").map(ConversationCursor.decode)
         let page = try await store.conversations(for: user, limit: limit, after: position)
+        let users = try await store.profiles(named: ConversationList.namedUsers(page.conversations, viewer: user))
         return JSONBody(
             ConversationList(
                 conversations: page.conversations, nextCursor: page.next.map(ConversationCursor.encode),
-                activityChanged: page.activityChanged))
+                activityChanged: page.activityChanged, users: users))
     }
 
     /// The caller's unread messages over all their conversations (a badge
@@ -103,9 +104,17 @@ struct ConversationController {
         return JSONBody(try await store.updateConversation(id, title: title, slowModeSeconds: slowMode, by: user))
     }
 
+    /// Members with their profiles.
+    static func memberList(_ members: [ConversationMember], _ store: ScrollbackStore) async throws
+        -> JSONBody<MemberList>
+    {
+        let users = try await store.profiles(named: Set(members.map { UserID(rawValue: $0.userId) }))
+        return JSONBody(MemberList(members: members, users: users))
+    }
+
     @Sendable func members(_ request: Request, context: ScrollbackRequestContext) async throws -> JSONBody<MemberList> {
         let user = try context.requireUser()
-        return JSONBody(MemberList(members: try await store.members(of: try Self.conversationID(context), for: user)))
+        return try await Self.memberList(try await store.members(of: try Self.conversationID(context), for: user), store)
     }
 
     /// Changes a member's role (the owner only); `owner` hands ownership
@@ -118,7 +127,7 @@ struct ConversationController {
         let role = try Validation.role(input.role)
         try limiter.check(.member, for: user)
         _ = try await store.setRole(role, of: member, in: id, by: user)
-        return JSONBody(MemberList(members: try await store.members(of: id, for: user)))
+        return try await Self.memberList(try await store.members(of: id, for: user), store)
     }
 
     @Sendable func bans(_ request: Request, context: ScrollbackRequestContext) async throws -> JSONBody<BanList> {

@@ -59,6 +59,9 @@ struct UserController {
             guard try query.single("cursor") == nil, try query.single("limit") == nil else {
                 throw APIError.badRequest(.invalidParameter, "`cursor` and `limit` page a search (`q`), not `ids`.")
             }
+            guard !ids.isEmpty else {
+                throw APIError.badRequest(.invalidParameter, "`ids` must list 1 to \(APILimits.maxProfileIDs) user ids.")
+            }
             let users = try Self.ids(ids)
             return JSONBody(UserList(users: try await store.profiles(of: users, visibleTo: viewer)))
         case (nil, let text?):
@@ -70,6 +73,10 @@ struct UserController {
             let limit =
                 try query.integer("limit", in: APILimits.userSearchLimit) ?? APILimits.defaultUserSearchLimit
             let after = try query.single("cursor").map(UserCursor.decode)
+            // No word holds a control character (no id nor name does): nothing matches.
+            if folded.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+                return JSONBody(UserList(users: []))
+            }
             let (users, next) = try await store.searchUsers(folded, visibleTo: viewer, after: after, limit: limit)
             return JSONBody(UserList(users: users, nextCursor: next.map(UserCursor.encode)))
         case (nil, nil):
@@ -105,12 +112,8 @@ struct UserController {
             throw APIError.badRequest(
                 .invalidParameter, "`ids` can list at most \(APILimits.maxProfileIDs) user ids (it lists \(ids.count)).")
         }
-        return try ids.enumerated().map { index, id in
-            guard let user = UserID(validating: id) else {
-                throw APIError.badRequest(.invalidParameter, "`ids` item \(index) must be a user id of \(UserID.rule).")
-            }
-            return user
-        }
+        // An item that cannot be a user id names no one: left out, as a stranger is.
+        return ids.compactMap(UserID.init(validating:))
     }
 
     /// The user sets their own profile → 200 with it as it now shows.

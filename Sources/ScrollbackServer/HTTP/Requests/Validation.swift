@@ -172,17 +172,13 @@ enum Validation {
             allowingLineBreaks: false, ifInvisible: " Send null to clear it.")
     }
 
-    /// The URL of an image the operator keeps on their own servers: `https`
-    /// (or `http` to a loopback host, for local use), at most
-    /// ``APILimits/maxImageURLBytes`` bytes.
+    /// The URL of an image the operator keeps on their own servers
+    /// (``ProfileImage/isValidURL(_:)``).
     static func imageURL(_ text: String, field: String) throws -> String {
-        guard text.utf8.count <= APILimits.maxImageURLBytes, let url = URL(string: text), let host = url.host,
-            !host.isEmpty, url.scheme == "https" || (url.scheme == "http" && Loopback.contains(host)),
-            !text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control || $0 == " " })
-        else {
+        guard ProfileImage.isValidURL(text) else {
             throw APIError.unprocessable(
                 .invalidProfile,
-                "Field `\(field)` must be an https URL of at most \(APILimits.maxImageURLBytes) bytes (http only to a loopback host).")
+                "Field `\(field)` must be an https URL of at most \(APILimits.maxImageURLBytes) bytes, with a host, and a path and query percent-encoded.")
         }
         return text
     }
