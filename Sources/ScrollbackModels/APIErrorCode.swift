@@ -98,6 +98,15 @@ public struct APIErrorCode: RawRepresentable, Codable, Sendable, Hashable, CaseI
     public static let invalidClientID = APIErrorCode(rawValue: "invalid_client_id")
     /// The title is too long or contains U+0000.
     public static let invalidTitle = APIErrorCode(rawValue: "invalid_title")
+    /// A conversation's `description` is too long or contains U+0000.
+    public static let invalidDescription = APIErrorCode(rawValue: "invalid_description")
+    /// Custom data (`data`) that is not a JSON object, or passes one of its
+    /// limits (``APILimits/maxCustomDataBytes``, ``APILimits/maxCustomDataDepth``,
+    /// ``APILimits/maxCustomDataKeyLength``), or holds text that is not valid.
+    public static let invalidData = APIErrorCode(rawValue: "invalid_data")
+    /// A message's `type` is not 1 to ``APILimits/maxMessageTypeLength`` of
+    /// a-z 0-9 `_` `.` `-` starting with a letter.
+    public static let invalidMessageType = APIErrorCode(rawValue: "invalid_message_type")
     /// A user id does not have the shape of ``UserID``.
     public static let invalidUserID = APIErrorCode(rawValue: "invalid_user_id")
     /// A read marker that is negative or beyond the newest message.
@@ -182,6 +191,7 @@ public struct APIErrorCode: RawRepresentable, Codable, Sendable, Hashable, CaseI
         .invalidAttachments,
         .invalidDevice, .tooManyDevices, .invalidMute, .invalidRole, .invalidSlowMode, .invalidBan, .memberBanned,
         .slowMode, .invalidReport, .invalidResolution,
+        .invalidDescription, .invalidData, .invalidMessageType,
         .internalError, .serviceUnavailable, .outcomeUnknown,
     ]
 }

@@ -99,27 +99,43 @@ public struct UpdateConversationRequest: Codable, Sendable, Equatable {
     enum CodingKeys: String, CodingKey {
         case title
         case slowModeSeconds = "slow_mode_seconds"
+        case description
+        case data
     }
 
     /// Nil: unchanged; `.some(nil)`: no title.
     public var title: String??
     public var slowModeSeconds: Int?
+    /// Nil: unchanged; `.some(nil)`: no description.
+    public var description: String??
+    /// The app's own data. Nil: unchanged; `.some(nil)`: none.
+    public var data: CustomData??
 
-    public init(title: String?? = nil, slowModeSeconds: Int? = nil) {
+    public init(
+        title: String?? = nil, slowModeSeconds: Int? = nil, description: String?? = nil, data: CustomData?? = nil
+    ) {
         self.title = title
         self.slowModeSeconds = slowModeSeconds
+        self.description = description
+        self.data = data
     }
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         title = container.contains(.title) ? .some(try container.decodeIfPresent(String.self, forKey: .title)) : nil
         slowModeSeconds = try container.decodeIfPresent(Int.self, forKey: .slowModeSeconds)
+        description =
+            container.contains(.description)
+            ? .some(try container.decodeIfPresent(String.self, forKey: .description)) : nil
+        data = container.contains(.data) ? .some(try container.decodeIfPresent(CustomData.self, forKey: .data)) : nil
     }
 
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         if let title { try container.encode(title, forKey: .title) }
         try container.encodeIfPresent(slowModeSeconds, forKey: .slowModeSeconds)
+        if let description { try container.encode(description, forKey: .description) }
+        if let data { try container.encode(data, forKey: .data) }
     }
 }
 

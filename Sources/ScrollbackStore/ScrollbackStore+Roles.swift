@@ -108,24 +108,32 @@ extension ScrollbackStore {
         try outcome.complete()
     }
 
-    /// Sets conversation `id`'s title (`.some(nil)`: none) and slow mode,
-    /// those given; the owner or an admin may. Answers the conversation as
+    /// Sets conversation `id`'s title, description and data (`.some(nil)`:
+    /// none) and slow mode, those given; the owner or an admin may (the
+    /// description and the data as the title). Answers the conversation as
     /// `actor` sees it.
     public func updateConversation(
-        _ id: UUID, title: String??, slowModeSeconds: Int?, by actor: UserID
+        _ id: UUID, title: String??, slowModeSeconds: Int?, description: String?? = nil, data: CustomData?? = nil,
+        by actor: UserID
     ) async throws -> Conversation {
         let outcome: MembershipChange = try await withTransaction(as: .roles) { [logger] connection in
             guard let role = try await Self.lockConversation(id, member: actor, on: connection, logger: logger) else {
                 return .notVisible
             }
-            guard title == nil || role.may(.setTitle), slowModeSeconds == nil || role.may(.setSlowMode) else {
+            guard title == nil || role.may(.setTitle), slowModeSeconds == nil || role.may(.setSlowMode),
+                description == nil && data == nil || role.may(.setTitle)
+            else {
                 return .forbidden(.updateConversation)
             }
             let newTitle: String? = title ?? nil
+            let newDescription: String? = description ?? nil
+            let newData: String? = data??.json
             try await connection.query(
                 """
                 UPDATE conversations
                 SET title = CASE WHEN \(title != nil) THEN \(newTitle) ELSE title END,
+                    description = CASE WHEN \(description != nil) THEN \(newDescription) ELSE description END,
+                    data = CASE WHEN \(data != nil) THEN \(newData)::jsonb ELSE data END,
                     slow_mode_seconds = COALESCE(\(slowModeSeconds.map(Int32.init)), slow_mode_seconds)
                 WHERE id = \(id)
                 """,

@@ -30,13 +30,18 @@ struct ConversationController {
         let user = try context.requireUser()
         let input = try await RequestBody.decode(CreateConversationRequest.self, from: request, context: context)
         let title = try Validation.title(input.title)
+        let description = try Validation.description(input.description)
         let members = try Validation.members(input.members, creator: user)
         try limiter.check(.conversation, for: user)
         guard input.distinct == true else {
-            return JSONBody(try await store.createConversation(creator: user, title: title, members: members), status: .created)
+            return JSONBody(
+                try await store.createConversation(
+                    creator: user, title: title, members: members, description: description, data: input.data),
+                status: .created)
         }
         // The conversation of exactly these members: 200 when it exists.
-        let (conversation, created) = try await store.distinctConversation(creator: user, title: title, members: members)
+        let (conversation, created) = try await store.distinctConversation(
+            creator: user, title: title, members: members, description: description, data: input.data)
         return JSONBody(conversation, status: created ? .created : .ok)
     }
 
@@ -90,17 +95,22 @@ struct ConversationController {
         return .noContent
     }
 
-    /// Sets the title (null: none) and slow mode, those given.
+    /// Sets the title, description and data (null: none) and slow mode,
+    /// those given.
     @Sendable func update(_ request: Request, context: ScrollbackRequestContext) async throws -> JSONBody<Conversation> {
         let user = try context.requireUser()
         let id = try Self.conversationID(context)
         let input = try await RequestBody.decode(UpdateConversationRequest.self, from: request, context: context)
         let title = try input.title.map { try Validation.title($0) }
+        let description = try input.description.map { try Validation.description($0) }
         let slowMode = try input.slowModeSeconds.map(Validation.slowMode)
-        guard title != nil || slowMode != nil else {
-            throw APIError.unprocessable(.invalidField, "Give `title`, `slow_mode_seconds` or both.")
+        guard title != nil || slowMode != nil || description != nil || input.data != nil else {
+            throw APIError.unprocessable(
+                .invalidField, "Give one or more of `title`, `description`, `data` and `slow_mode_seconds`.")
         }
-        return JSONBody(try await store.updateConversation(id, title: title, slowModeSeconds: slowMode, by: user))
+        return JSONBody(
+            try await store.updateConversation(
+                id, title: title, slowModeSeconds: slowMode, description: description, data: input.data, by: user))
     }
 
     @Sendable func members(_ request: Request, context: ScrollbackRequestContext) async throws -> JSONBody<MemberList> {
