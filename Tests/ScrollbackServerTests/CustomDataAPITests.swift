@@ -265,4 +265,49 @@ import Testing
             #expect(messages.map(\.data) == [data] && messages.map(\.type) == ["order_status"])
         }
     }
+
+    /// An import takes a conversation's description and data and each
+    /// message's data and type; a user's export gives their messages' back.
+    @Test func importAndExportCarryDataAndType() async throws {
+        try await LiveCluster.run { cluster in
+            let server = try await cluster.tokens.serverToken(named: "migration", ttl: 600)
+            let id = UUID()
+            let data = try CustomData(encoding: Self.order)
+            var conversation = ImportLine.conversation(id, createdBy: "alice", title: "Old shop", createdAt: ImportAPITests.start)
+            conversation.description = "Imported"
+            conversation.data = try CustomData(["legacy": .bool(true)])
+            var first = ImportLine.message("m-1", in: id, sender: "bob", body: "order", createdAt: ImportAPITests.start)
+            first.data = data
+            first.messageType = "order_status"
+            let lines = [
+                conversation, .member("alice", of: id, role: .owner), .member("bob", of: id), first,
+                .message("m-2", in: id, sender: "alice", body: "thanks", createdAt: ImportAPITests.start.addingTimeInterval(60)),
+            ]
+            let reply = try await cluster.request(.POST, "/v1/admin/import", token: server, body: try ImportAPITests.ndjson(lines))
+            #expect(reply.status == 200)
+            #expect(try reply.decode(ImportReport.self).messages == 2)
+            let page = try await cluster.request(.GET, "/v1/conversations/\(id)/messages", as: "bob").decode(MessagePage.self)
+            #expect(page.messages.map(\.data) == [nil, data] && page.messages.map(\.type) == [nil, "order_status"])
+            let shown = try await cluster.request(.GET, "/v1/conversations/\(id)", as: "bob").decode(Conversation.self)
+            #expect(shown.description == "Imported" && shown.data == conversation.data)
+
+            // A line with bad data is a problem of its line, naming the limit; nothing is stored.
+            let other = UUID()
+            let bad = [
+                #"{"type": "conversation", "id": "\#(other)", "created_by": "alice"}"#,
+                #"{"type": "message", "conversation_id": "\#(other)", "external_id": "b-1", "sender": "alice", "body": "x", "created_at": "2020-01-01T00:00:00Z", "data": [1]}"#,
+                #"{"type": "message", "conversation_id": "\#(other)", "external_id": "b-2", "sender": "alice", "body": "x", "created_at": "2020-01-01T00:00:01Z", "message_type": "Not A Type"}"#,
+            ].joined(separator: "\n")
+            let refused = try await cluster.request(.POST, "/v1/admin/import", token: server, body: bad)
+            let report = try refused.decode(ImportReport.self)
+            #expect(report.problems.map(\.line) == [2, 3], "\(report)")
+            #expect(report.problems.first?.message.contains("object") == true)
+            #expect(try await cluster.store.values(Int64.self, "SELECT count(*) FROM conversations WHERE id = \(other)") == [0])
+
+            let export = try await cluster.request(.GET, "/v1/admin/users/bob/export", token: server)
+            let records = try PrivacyAPITests.lines(export)
+            let exported = records.compactMap { if case .message(let m) = $0 { m } else { nil } }
+            #expect(exported.map(\.data) == [data] && exported.map(\.type) == ["order_status"])
+        }
+    }
 }
