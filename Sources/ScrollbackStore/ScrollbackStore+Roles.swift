@@ -11,7 +11,7 @@ extension ScrollbackStore {
     public func members(of id: UUID, for viewer: UserID) async throws -> [ConversationMember] {
         let rows = try await rows(
             """
-            SELECT m.user_id, m.role FROM members m
+            SELECT m.user_id, m.role, m.data FROM members m
             WHERE m.conversation_id = \(id)
               AND EXISTS (SELECT 1 FROM members v WHERE v.conversation_id = \(id) AND v.user_id = \(viewer.rawValue))
             ORDER BY m.user_id COLLATE "C"
@@ -19,8 +19,9 @@ extension ScrollbackStore {
             writes: false, as: .roles)
         guard !rows.isEmpty else { throw StoreError.conversationNotFound }
         return try rows.map { row in
-            let (user, role) = try row.decode((String, String).self)
-            return ConversationMember(userId: user, role: MemberRole(rawValue: role) ?? .member)
+            let (user, role, data) = try row.decode((String, String, String?).self)
+            return ConversationMember(
+                userId: user, role: MemberRole(rawValue: role) ?? .member, data: try Self.storedData(data))
         }
     }
 
@@ -63,6 +64,26 @@ extension ScrollbackStore {
         }
         try outcome.complete()
         return changed
+    }
+
+    /// Sets the data of `user`'s membership of conversation `id`
+    /// (nil: none): `user` themself may, or the owner or an admin.
+    public func setMemberData(_ data: CustomData?, of user: UserID, in id: UUID, by actor: UserID) async throws {
+        let outcome: MembershipChange = try await withTransaction(as: .roles) { [logger] connection in
+            guard let actorRole = try await Self.lockConversation(id, member: actor, on: connection, logger: logger)
+            else { return .notVisible }
+            guard user == actor || actorRole.may(.setMemberData) else { return .forbidden(.setMemberData) }
+            let updated = try await connection.query(
+                """
+                UPDATE members SET data = \(data?.json)::jsonb
+                WHERE conversation_id = \(id) AND user_id = \(user.rawValue)
+                RETURNING 1
+                """,
+                logger: logger
+            ).collect()
+            return updated.isEmpty ? .notAMember : .done
+        }
+        try outcome.complete()
     }
 
     /// The bans of conversation `id` in force, by user id; the viewer must

@@ -310,4 +310,32 @@ import Testing
             #expect(exported.map(\.data) == [data] && exported.map(\.type) == ["order_status"])
         }
     }
+
+    /// A member sets their own membership's data; the owner or an admin
+    /// anyone's; another member no one else's.
+    @Test func memberDataIsSetByTheMemberOrTheOwnerAndListedWithTheMembers() async throws {
+        try await TestServer.run { server in
+            let conversation = try await server.createConversation(as: "alice", members: ["bob", "carol"])
+            let path = "/v1/conversations/\(conversation.id)/members"
+            let own = try await server.request(.patch, "\(path)/bob", as: "bob", rawBody: #"{"data": {"nickname": "B"}}"#)
+            #expect(own.status == .ok, "\(own.text)")
+            #expect(try own.decode(MemberList.self).members.first { $0.userId == "bob" }?.data == CustomData(["nickname": .string("B")]))
+            let other = try await server.request(.patch, "\(path)/carol", as: "bob", rawBody: #"{"data": {"nickname": "C"}}"#)
+            #expect(other.status == .forbidden)
+            let byOwner = try await server.request(.patch, "\(path)/carol", as: "alice", rawBody: #"{"data": {"seat": 3}}"#)
+            #expect(byOwner.status == .ok, "\(byOwner.text)")
+            let bad = try await server.request(.patch, "\(path)/bob", as: "bob", rawBody: #"{"data": ["x"]}"#)
+            #expect(try bad.status == .unprocessableContent && bad.error().error.code == .invalidData)
+            let members = try await server.request(.get, path, as: "carol").decode(MemberList.self).members
+            #expect(members.map(\.userId) == ["alice", "bob", "carol"])
+            #expect(try members.map(\.data) == [nil, CustomData(["nickname": .string("B")]), CustomData(["seat": .integer(3)])])
+            #expect(members.map(\.role) == [.owner, .member, .member])
+            let cleared = try await server.request(.patch, "\(path)/bob", as: "bob", rawBody: #"{"data": null}"#)
+            #expect(try cleared.decode(MemberList.self).members.first { $0.userId == "bob" }?.data == nil)
+            // Roles change as before, data kept.
+            let promoted = try await server.request(.patch, "\(path)/carol", as: "alice", json: UpdateMemberRequest(role: .admin))
+            #expect(try promoted.decode(MemberList.self).members.first { $0.userId == "carol" }.map { ($0.role, $0.data) }
+                ?? (.member, nil) == (.admin, CustomData(["seat": .integer(3)])))
+        }
+    }
 }

@@ -118,16 +118,21 @@ struct ConversationController {
         return JSONBody(MemberList(members: try await store.members(of: try Self.conversationID(context), for: user)))
     }
 
-    /// Changes a member's role (the owner only); `owner` hands ownership
-    /// over. Answers every member with their role.
+    /// Changes a member's role (the owner only; `owner` hands ownership
+    /// over) and their data (themself, or the owner or an admin), those
+    /// given. Answers every member with their role.
     @Sendable func setRole(_ request: Request, context: ScrollbackRequestContext) async throws -> JSONBody<MemberList> {
         let user = try context.requireUser()
         let id = try Self.conversationID(context)
         let member = try Validation.userID(context.pathParameter("user_id") ?? "", field: "user_id")
         let input = try await RequestBody.decode(UpdateMemberRequest.self, from: request, context: context)
-        let role = try Validation.role(input.role)
+        guard input.role != nil || input.data != nil else {
+            throw APIError.unprocessable(.invalidField, "Give `role`, `data` or both.")
+        }
+        let role = try input.role.map(Validation.role)
         try limiter.check(.member, for: user)
-        _ = try await store.setRole(role, of: member, in: id, by: user)
+        if let data = input.data { try await store.setMemberData(data, of: member, in: id, by: user) }
+        if let role { _ = try await store.setRole(role, of: member, in: id, by: user) }
         return JSONBody(MemberList(members: try await store.members(of: id, for: user)))
     }
 
