@@ -23,15 +23,18 @@ extension ScrollbackClient {
         return list.members
     }
 
-    /// Sets the title (`.some(nil)`: none) and slow mode (seconds, 0: off),
-    /// those given; the owner or an admin may.
+    /// Sets the title, the description and the app's data (`.some(nil)`:
+    /// none) and slow mode (seconds, 0: off), those given; the owner or an
+    /// admin may.
     @discardableResult
     public func updateConversation(
-        _ id: UUID, title: String?? = nil, slowModeSeconds: Int? = nil
+        _ id: UUID, title: String?? = nil, slowModeSeconds: Int? = nil, description: String?? = nil,
+        data: CustomData?? = nil
     ) async throws(ScrollbackError) -> Conversation {
         try await call(
             .PATCH, "/v1/conversations/\(id.wire)",
-            body: UpdateConversationRequest(title: title, slowModeSeconds: slowModeSeconds))
+            body: UpdateConversationRequest(
+                title: title, slowModeSeconds: slowModeSeconds, description: description, data: data))
     }
 
     /// Removes `user` from conversation `id` and keeps them out until

@@ -104,10 +104,14 @@ public struct ScrollbackClient: Sendable {
 
     // MARK: Conversations
 
-    public func createConversation(title: String? = nil, members: [String] = []) async throws(ScrollbackError)
-        -> Conversation
-    {
-        try await call(.POST, "/v1/conversations", body: CreateConversationRequest(title: title, members: members))
+    /// A new conversation; `description` and `data` (the app's own,
+    /// `CustomData`) are optional.
+    public func createConversation(
+        title: String? = nil, members: [String] = [], description: String? = nil, data: CustomData? = nil
+    ) async throws(ScrollbackError) -> Conversation {
+        try await call(
+            .POST, "/v1/conversations",
+            body: CreateConversationRequest(title: title, members: members, description: description, data: data))
     }
 
     public func conversation(_ id: UUID) async throws(ScrollbackError) -> Conversation {
@@ -149,13 +153,16 @@ public struct ScrollbackClient: Sendable {
     /// Sends a message that cannot be stored twice, retried with the same
     /// `clientId` while the answer is missing or says "later".
     /// With `attachments` (the ids of complete uploads, see
-    /// `upload(_:filename:contentType:to:blurhash:progress:)`), `body` may be empty.
+    /// `upload(_:filename:contentType:to:blurhash:progress:)`), `body` may be empty;
+    /// likewise with `data`, the app's own (`CustomData`), and `type`, its
+    /// own kind of message (``MessageType``).
     public func send(
-        _ body: String, to id: UUID, clientId: String? = nil, replyTo: Int64? = nil, attachments: [UUID] = []
+        _ body: String, to id: UUID, clientId: String? = nil, replyTo: Int64? = nil, attachments: [UUID] = [],
+        data: CustomData? = nil, type: String? = nil
     ) async throws(ScrollbackError) -> SendResult {
         let request = SendMessageRequest(
             body: body, clientId: clientId ?? UUID().uuidString.lowercased(), replyTo: replyTo,
-            attachments: attachments.isEmpty ? nil : attachments)
+            attachments: attachments.isEmpty ? nil : attachments, data: data, type: type)
         let reply = try await retrying { () async throws(ScrollbackError) in
             try await self.exchange(.POST, "/v1/conversations/\(id.wire)/messages", body: request)
         }
@@ -230,6 +237,16 @@ public struct ScrollbackClient: Sendable {
     public func edit(_ seq: Int64, in id: UUID, body: String) async throws(ScrollbackError) -> Message {
         try await changeMessage(
             .PATCH, "/v1/conversations/\(id.wire)/messages/\(seq)", in: id, body: EditMessageRequest(body: body))
+    }
+
+    /// Changes message `seq`'s body, its data (`.some(nil)`: removes it),
+    /// or both, those given.
+    public func edit(_ seq: Int64, in id: UUID, body: String? = nil, data: CustomData??) async throws(ScrollbackError)
+        -> Message
+    {
+        try await changeMessage(
+            .PATCH, "/v1/conversations/\(id.wire)/messages/\(seq)", in: id,
+            body: EditMessageRequest(body: body, data: data))
     }
 
     public func delete(_ seq: Int64, in id: UUID) async throws(ScrollbackError) -> Message {

@@ -101,6 +101,15 @@ public struct APIErrorCode: RawRepresentable, Codable, Sendable, Hashable, CaseI
     /// A display name that is empty, too long or invisible, or an avatar's
     /// URL that is not an https URL.
     public static let invalidProfile = APIErrorCode(rawValue: "invalid_profile")
+    /// A conversation's `description` is too long or contains U+0000.
+    public static let invalidDescription = APIErrorCode(rawValue: "invalid_description")
+    /// Custom data (`data`) that is not a JSON object, or passes one of its
+    /// limits (``APILimits/maxCustomDataBytes``, ``APILimits/maxCustomDataDepth``,
+    /// ``APILimits/maxCustomDataKeyLength``), or holds text that is not valid.
+    public static let invalidData = APIErrorCode(rawValue: "invalid_data")
+    /// A message's `type` is not 1 to ``APILimits/maxMessageTypeLength`` of
+    /// a-z 0-9 `_` `.` `-` starting with a letter.
+    public static let invalidMessageType = APIErrorCode(rawValue: "invalid_message_type")
     /// A user id does not have the shape of ``UserID``.
     public static let invalidUserID = APIErrorCode(rawValue: "invalid_user_id")
     /// A read marker that is negative or beyond the newest message.
@@ -186,6 +195,7 @@ public struct APIErrorCode: RawRepresentable, Codable, Sendable, Hashable, CaseI
         .invalidProfile,
         .invalidDevice, .tooManyDevices, .invalidMute, .invalidRole, .invalidSlowMode, .invalidBan, .memberBanned,
         .slowMode, .invalidReport, .invalidResolution,
+        .invalidDescription, .invalidData, .invalidMessageType,
         .internalError, .serviceUnavailable, .outcomeUnknown,
     ]
 }

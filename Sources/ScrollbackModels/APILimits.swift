@@ -22,6 +22,19 @@ public enum APILimits {
     public static let userSearchLimit: ClosedRange<Int> = 1...50
     /// The user search page size without `limit`.
     public static let defaultUserSearchLimit = 20
+    /// A conversation description: at most this many code points.
+    public static let maxDescriptionLength = 1_000
+    /// Custom data (`data` of a message, a conversation or a member): a
+    /// JSON object of at most this many bytes as the server writes it
+    /// (compact, keys sorted).
+    public static let maxCustomDataBytes = 4_096
+    /// Custom data nests at most this deep (the object itself is 1).
+    public static let maxCustomDataDepth = 4
+    /// A key of custom data, at most this many code points.
+    public static let maxCustomDataKeyLength = 64
+    /// A message's `type`: 1 to this many of a-z 0-9 `_` `.` `-`, starting
+    /// with a letter (``MessageType``).
+    public static let maxMessageTypeLength = 64
     /// A `client_id` (idempotency key): 1 to this many code points.
     public static let maxClientIDLength = 64
     /// A user id: 1 to this many code points (``UserID/isValid(_:)``).

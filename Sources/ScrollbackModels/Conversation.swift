@@ -20,10 +20,16 @@ public struct Conversation: Codable, Sendable, Hashable {
         case role
         case slowModeSeconds = "slow_mode_seconds"
         case firstSeq = "first_seq"
+        case description
+        case data
     }
 
     public var id: UUID
     public var title: String?
+    /// What the conversation is about, set like the title; nil when none.
+    public var description: String?
+    /// The app's own data (`CustomData`); nil when none. The server never reads it.
+    public var data: CustomData?
     public var createdBy: String
     public var createdAt: Date
     /// The seq of the newest message (0 while the conversation is empty).
@@ -64,7 +70,8 @@ public struct Conversation: Codable, Sendable, Hashable {
         id: UUID, title: String?, createdBy: String, createdAt: Date, lastSeq: Int64, members: [String],
         readSeq: Int64 = 0, unreadCount: Int64 = 0, unreadMentions: Int64 = 0, lastMessage: Message? = nil,
         version: Int64 = 0, activity: Int64 = 0, muted: Bool = false, mutedUntil: Date? = nil,
-        role: MemberRole = .member, slowModeSeconds: Int = 0, firstSeq: Int64 = 1
+        role: MemberRole = .member, slowModeSeconds: Int = 0, firstSeq: Int64 = 1, description: String? = nil,
+        data: CustomData? = nil
     ) {
         self.id = id
         self.title = title
@@ -83,6 +90,13 @@ public struct Conversation: Codable, Sendable, Hashable {
         self.role = role
         self.slowModeSeconds = slowModeSeconds
         self.firstSeq = firstSeq
+        self.description = description
+        self.data = data
+    }
+
+    /// The app's own data as its own type; nil when the conversation has none.
+    public func data<T: Decodable>(as type: T.Type) throws -> T? {
+        try data?.decode(type)
     }
 
     /// `version`, `activity`, `unread_mentions` and `slow_mode_seconds` may
@@ -107,10 +121,15 @@ public struct Conversation: Codable, Sendable, Hashable {
         role = try container.decodeIfPresent(MemberRole.self, forKey: .role) ?? .member
         slowModeSeconds = try container.decodeIfPresent(Int.self, forKey: .slowModeSeconds) ?? 0
         firstSeq = try container.decodeIfPresent(Int64.self, forKey: .firstSeq) ?? 1
+        description = try container.decodeIfPresent(String.self, forKey: .description)
+        data = try container.decodeIfPresent(CustomData.self, forKey: .data)
     }
 
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
+        // Present only when set, as `write(to:)` writes them.
+        try container.encodeIfPresent(description, forKey: .description)
+        try container.encodeIfPresent(data, forKey: .data)
         // Lowercase, as PostgreSQL and most clients spell UUIDs.
         try container.encode(id.uuidString.lowercased(), forKey: .id)
         try container.encode(title, forKey: .title)
@@ -200,15 +219,24 @@ public struct CreateConversationRequest: Codable, Sendable, Equatable {
     /// The conversation of exactly these members (the caller included):
     /// the existing one (200), or a new one (201), never two.
     public var distinct: Bool?
+    /// What the conversation is about; absent or null for none.
+    public var description: String?
+    /// The app's own data; absent or null for none.
+    public var data: CustomData?
 
-    public init(title: String? = nil, members: [String]? = nil, distinct: Bool? = nil) {
+    public init(
+        title: String? = nil, members: [String]? = nil, distinct: Bool? = nil, description: String? = nil,
+        data: CustomData? = nil
+    ) {
         self.title = title
         self.members = members
         self.distinct = distinct
+        self.description = description
+        self.data = data
     }
 
     enum CodingKeys: String, CodingKey {
-        case title, members, distinct
+        case title, members, distinct, description, data
     }
 
     /// `title` may be null (no title); `members` may be left out but is never
@@ -219,6 +247,8 @@ public struct CreateConversationRequest: Codable, Sendable, Equatable {
         title = try container.decodeIfPresent(String.self, forKey: .title)
         members = container.contains(.members) ? try container.decode([String].self, forKey: .members) : nil
         distinct = try container.decodeIfPresent(Bool.self, forKey: .distinct)
+        description = try container.decodeIfPresent(String.self, forKey: .description)
+        data = try container.decodeIfPresent(CustomData.self, forKey: .data)
     }
 }
 
@@ -293,6 +323,14 @@ extension Conversation: JSONWritable {
         writer.timestamp(createdAt)
         writer.key("created_by")
         writer.string(createdBy)
+        if let data {
+            writer.key("data")
+            data.write(to: &writer)
+        }
+        if let description {
+            writer.key("description")
+            writer.string(description)
+        }
         writer.key("first_seq")
         writer.number(firstSeq)
         writer.key("id")

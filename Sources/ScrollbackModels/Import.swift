@@ -5,11 +5,13 @@ import Foundation
 /// number rather than refused as a whole body. `type` says which fields it
 /// needs:
 ///
-/// - `conversation`: `id` (a UUID), `created_by`, optional `title` and `created_at`;
+/// - `conversation`: `id` (a UUID), `created_by`, optional `title`,
+///   `description`, `data` and `created_at`;
 /// - `member`: `conversation_id`, `user_id`, optional `role` (`member`) and `joined_at`;
 /// - `message`: `conversation_id`, `external_id` (its stable id where it
-///   came from), `sender`, `body`, `created_at`; a conversation's messages
-///   in `created_at` order, which becomes their seq order;
+///   came from), `sender`, `body`, `created_at`, optional `data` and
+///   `message_type` (the message's `type`); a conversation's messages in
+///   `created_at` order, which becomes their seq order;
 /// - `reaction`: `conversation_id`, `message_external_id`, `user_id`, `emoji`,
 ///   optional `created_at`;
 /// - `read_marker`: `conversation_id`, `user_id`, `message_external_id` (the
@@ -30,6 +32,9 @@ public struct ImportLine: Codable, Sendable, Equatable {
         case body
         case messageExternalId = "message_external_id"
         case emoji
+        case description
+        case data
+        case messageType = "message_type"
     }
 
     public var type: String?
@@ -46,6 +51,12 @@ public struct ImportLine: Codable, Sendable, Equatable {
     public var body: String?
     public var messageExternalId: String?
     public var emoji: String?
+    /// A conversation's description.
+    public var description: String?
+    /// The app's own data of a conversation or a message.
+    public var data: CustomData?
+    /// A message's app-defined `type` (this line's own `type` is `message`).
+    public var messageType: String?
 
     public init(type: String) {
         self.type = type

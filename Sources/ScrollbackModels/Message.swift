@@ -20,6 +20,8 @@ public struct Message: Codable, Sendable, Hashable {
         case attachments
         case blockedSender = "blocked_sender"
         case kind
+        case data
+        case type
     }
 
     public var conversationId: UUID
@@ -51,6 +53,12 @@ public struct Message: Codable, Sendable, Hashable {
     /// collapses the message. About the reader, like `me` on reactions;
     /// on the wire only when true.
     public var blockedSender: Bool = false
+    /// The app's own data (`CustomData`), as sent or last edited; nil when
+    /// none. The server never reads it.
+    public var data: CustomData?
+    /// The app's own kind of message (``MessageType``), for clients to
+    /// render their own way; nil for a plain message.
+    public var type: String?
 
     /// A system message (`POST /v1/admin/conversations/{id}/messages`): sent
     /// by the operator, with no user sender (`sender` is empty). On the wire
@@ -61,7 +69,7 @@ public struct Message: Codable, Sendable, Hashable {
         conversationId: UUID, seq: Int64, sender: String, body: String, clientId: String?, createdAt: Date,
         version: Int64, editedAt: Date? = nil, deleted: Bool = false, replyTo: ReplyPreview? = nil,
         threadRoot: Int64? = nil, thread: ThreadSummary? = nil, reactions: [ReactionSummary] = [],
-        attachments: [Attachment] = []
+        attachments: [Attachment] = [], data: CustomData? = nil, type: String? = nil
     ) {
         self.conversationId = conversationId
         self.seq = seq
@@ -77,6 +85,13 @@ public struct Message: Codable, Sendable, Hashable {
         self.thread = thread
         self.reactions = reactions
         self.attachments = attachments
+        self.data = data
+        self.type = type
+    }
+
+    /// The app's own data as its own type; nil when the message has none.
+    public func data<T: Decodable>(as type: T.Type) throws -> T? {
+        try data?.decode(type)
     }
 
     public init(from decoder: any Decoder) throws {
@@ -96,6 +111,8 @@ public struct Message: Codable, Sendable, Hashable {
         reactions = try container.decodeIfPresent([ReactionSummary].self, forKey: .reactions) ?? []
         attachments = try container.decodeIfPresent([Attachment].self, forKey: .attachments) ?? []
         blockedSender = try container.decodeIfPresent(Bool.self, forKey: .blockedSender) ?? false
+        data = try container.decodeIfPresent(CustomData.self, forKey: .data)
+        type = try container.decodeIfPresent(String.self, forKey: .type)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -117,6 +134,8 @@ public struct Message: Codable, Sendable, Hashable {
         if !attachments.isEmpty { try container.encode(attachments, forKey: .attachments) }
         if blockedSender { try container.encode(true, forKey: .blockedSender) }
         if isSystem { try container.encode(MessageKind.system, forKey: .kind) }
+        try container.encodeIfPresent(data, forKey: .data)
+        try container.encodeIfPresent(type, forKey: .type)
     }
 }
 
@@ -133,6 +152,8 @@ public struct SendMessageRequest: Codable, Sendable, Equatable {
         case clientId = "client_id"
         case replyTo = "reply_to"
         case attachments
+        case data
+        case type
     }
 
     /// May be empty (or left out) when the message has attachments.
@@ -144,12 +165,21 @@ public struct SendMessageRequest: Codable, Sendable, Equatable {
     /// Upload ids (`POST .../uploads`), each complete, of the sender and
     /// this conversation, not sent before, and not expired.
     public var attachments: [UUID]?
+    /// The app's own data; absent or null for none.
+    public var data: CustomData?
+    /// The app's own kind of message (``MessageType``); absent or null for none.
+    public var type: String?
 
-    public init(body: String, clientId: String? = nil, replyTo: Int64? = nil, attachments: [UUID]? = nil) {
+    public init(
+        body: String, clientId: String? = nil, replyTo: Int64? = nil, attachments: [UUID]? = nil,
+        data: CustomData? = nil, type: String? = nil
+    ) {
         self.body = body
         self.clientId = clientId
         self.replyTo = replyTo
         self.attachments = attachments
+        self.data = data
+        self.type = type
     }
 
     public init(from decoder: any Decoder) throws {
@@ -158,6 +188,8 @@ public struct SendMessageRequest: Codable, Sendable, Equatable {
         clientId = try container.decodeIfPresent(String.self, forKey: .clientId)
         replyTo = try container.decodeIfPresent(Int64.self, forKey: .replyTo)
         attachments = try container.decodeIfPresent([UUID].self, forKey: .attachments)
+        data = try container.decodeIfPresent(CustomData.self, forKey: .data)
+        type = try container.decodeIfPresent(String.self, forKey: .type)
     }
 }
 
@@ -252,12 +284,34 @@ extension Message {
     }
 }
 
-/// `PATCH /v1/conversations/{id}/messages/{seq}`
+/// `PATCH /v1/conversations/{id}/messages/{seq}`: the new body, the new
+/// data, or both. A field left out stays as it is; `"data": null` removes
+/// the data.
 public struct EditMessageRequest: Codable, Sendable, Equatable {
-    public var body: String
+    enum CodingKeys: String, CodingKey {
+        case body
+        case data
+    }
 
-    public init(body: String) {
+    public var body: String?
+    /// nil: unchanged; `.some(nil)`: removed.
+    public var data: CustomData??
+
+    public init(body: String? = nil, data: CustomData?? = nil) {
         self.body = body
+        self.data = data
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        body = try container.decodeIfPresent(String.self, forKey: .body)
+        data = container.contains(.data) ? .some(try container.decodeIfPresent(CustomData.self, forKey: .data)) : nil
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encodeIfPresent(body, forKey: .body)
+        if let data { try container.encode(data, forKey: .data) }
     }
 }
 
@@ -327,6 +381,10 @@ extension Message: JSONWritable {
         writer.uuid(conversationId)
         writer.key("created_at")
         writer.timestamp(createdAt)
+        if let data {
+            writer.key("data")
+            data.write(to: &writer)
+        }
         writer.key("deleted")
         writer.bool(deleted)
         writer.key("edited_at")
@@ -354,6 +412,10 @@ extension Message: JSONWritable {
         if let threadRoot {
             writer.key("thread_root")
             writer.number(threadRoot)
+        }
+        if let type {
+            writer.key("type")
+            writer.string(type)
         }
         writer.key("version")
         writer.number(version)

@@ -30,6 +30,8 @@ public enum MemberRole: String, Codable, Sendable, CaseIterable, Hashable {
         case setSlowMode = "set_slow_mode"
         /// Send during slow mode without waiting.
         case skipSlowMode = "skip_slow_mode"
+        /// Set another member's `data` (everyone sets their own).
+        case setMemberData = "set_member_data"
     }
 
     /// Whether a member of this role may do `action`, to a member of role
@@ -43,7 +45,7 @@ public enum MemberRole: String, Codable, Sendable, CaseIterable, Hashable {
             return outranks(target ?? .member)
         case .changeRole:
             return self == .owner && (target ?? .member) != .owner
-        case .listBans, .deleteOthersMessage, .setTitle, .setSlowMode, .skipSlowMode:
+        case .listBans, .deleteOthersMessage, .setTitle, .setSlowMode, .skipSlowMode, .setMemberData:
             return self != .member
         }
     }
@@ -62,14 +64,23 @@ public struct ConversationMember: Codable, Sendable, Hashable {
     enum CodingKeys: String, CodingKey {
         case userId = "user_id"
         case role
+        case data
     }
 
     public var userId: String
     public var role: MemberRole
+    /// The app's own data about this membership (`CustomData`); nil when none.
+    public var data: CustomData?
 
-    public init(userId: String, role: MemberRole) {
+    public init(userId: String, role: MemberRole, data: CustomData? = nil) {
         self.userId = userId
         self.role = role
+        self.data = data
+    }
+
+    /// The app's own data as its own type; nil when the member has none.
+    public func data<T: Decodable>(as type: T.Type) throws -> T? {
+        try data?.decode(type)
     }
 }
 
@@ -95,10 +106,31 @@ public struct MemberList: Codable, Sendable, Hashable {
 /// `MemberRole`'s values (kept as sent, so that another is refused with
 /// what it must be).
 public struct UpdateMemberRequest: Codable, Sendable, Equatable {
-    public var role: String
+    enum CodingKeys: String, CodingKey {
+        case role
+        case data
+    }
 
-    public init(role: MemberRole) {
-        self.role = role.rawValue
+    public var role: String?
+    /// The membership's data (`.some(nil)`: none); nil leaves it as it is.
+    /// A member sets their own; the owner or an admin anyone's.
+    public var data: CustomData??
+
+    public init(role: MemberRole? = nil, data: CustomData?? = nil) {
+        self.role = role?.rawValue
+        self.data = data
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        role = try container.decodeIfPresent(String.self, forKey: .role)
+        data = container.contains(.data) ? .some(try container.decodeIfPresent(CustomData.self, forKey: .data)) : nil
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encodeIfPresent(role, forKey: .role)
+        if let data { try container.encode(data, forKey: .data) }
     }
 }
 
@@ -108,27 +140,43 @@ public struct UpdateConversationRequest: Codable, Sendable, Equatable {
     enum CodingKeys: String, CodingKey {
         case title
         case slowModeSeconds = "slow_mode_seconds"
+        case description
+        case data
     }
 
     /// Nil: unchanged; `.some(nil)`: no title.
     public var title: String??
     public var slowModeSeconds: Int?
+    /// Nil: unchanged; `.some(nil)`: no description.
+    public var description: String??
+    /// The app's own data. Nil: unchanged; `.some(nil)`: none.
+    public var data: CustomData??
 
-    public init(title: String?? = nil, slowModeSeconds: Int? = nil) {
+    public init(
+        title: String?? = nil, slowModeSeconds: Int? = nil, description: String?? = nil, data: CustomData?? = nil
+    ) {
         self.title = title
         self.slowModeSeconds = slowModeSeconds
+        self.description = description
+        self.data = data
     }
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         title = container.contains(.title) ? .some(try container.decodeIfPresent(String.self, forKey: .title)) : nil
         slowModeSeconds = try container.decodeIfPresent(Int.self, forKey: .slowModeSeconds)
+        description =
+            container.contains(.description)
+            ? .some(try container.decodeIfPresent(String.self, forKey: .description)) : nil
+        data = container.contains(.data) ? .some(try container.decodeIfPresent(CustomData.self, forKey: .data)) : nil
     }
 
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         if let title { try container.encode(title, forKey: .title) }
         try container.encodeIfPresent(slowModeSeconds, forKey: .slowModeSeconds)
+        if let description { try container.encode(description, forKey: .description) }
+        if let data { try container.encode(data, forKey: .data) }
     }
 }
 

@@ -19,8 +19,12 @@ public enum ClientFrame: Codable, Sendable, Equatable {
     case unsubscribe(conversationId: UUID)
     /// A send with the validation, limits and idempotency of
     /// `POST /v1/conversations/{id}/messages`; `clientId` is required here
-    /// because the `ack` is matched by it. `attachments` are upload ids.
-    case send(conversationId: UUID, body: String, clientId: String, replyTo: Int64? = nil, attachments: [UUID] = [])
+    /// because the `ack` is matched by it. `attachments` are upload ids;
+    /// `data` and `message_type` are the send's `data` and `type` (the
+    /// frame's own `type` is `send`).
+    case send(
+        conversationId: UUID, body: String, clientId: String, replyTo: Int64? = nil, attachments: [UUID] = [],
+        data: CustomData? = nil, messageType: String? = nil)
     /// Moves the sender's read marker (`PUT .../read`).
     case read(conversationId: UUID, seq: Int64)
     /// The sender is typing; never stored.
@@ -44,6 +48,8 @@ public enum ClientFrame: Codable, Sendable, Equatable {
         case seq
         case after
         case presence
+        case data
+        case messageType = "message_type"
     }
 
     /// The values of `type`.
@@ -70,7 +76,9 @@ public enum ClientFrame: Codable, Sendable, Equatable {
                 body: try container.decodeIfPresent(String.self, forKey: .body) ?? "",
                 clientId: try container.decode(String.self, forKey: .clientId),
                 replyTo: try container.decodeIfPresent(Int64.self, forKey: .replyTo),
-                attachments: try container.decodeIfPresent([UUID].self, forKey: .attachments) ?? [])
+                attachments: try container.decodeIfPresent([UUID].self, forKey: .attachments) ?? [],
+                data: try container.decodeIfPresent(CustomData.self, forKey: .data),
+                messageType: try container.decodeIfPresent(String.self, forKey: .messageType))
         case "read":
             self = .read(
                 conversationId: try container.decode(UUID.self, forKey: .conversationId),
@@ -102,8 +110,10 @@ public enum ClientFrame: Codable, Sendable, Equatable {
         case .unsubscribe(let id):
             try container.encode("unsubscribe", forKey: .type)
             try container.encode(id.lowercased, forKey: .conversationId)
-        case .send(let id, let body, let clientId, let replyTo, let attachments):
+        case .send(let id, let body, let clientId, let replyTo, let attachments, let data, let messageType):
             try container.encode("send", forKey: .type)
+            try container.encodeIfPresent(data, forKey: .data)
+            try container.encodeIfPresent(messageType, forKey: .messageType)
             try container.encode(id.lowercased, forKey: .conversationId)
             try container.encode(body, forKey: .body)
             try container.encode(clientId, forKey: .clientId)

@@ -183,7 +183,7 @@ public struct ReportEventData: Codable, Sendable, Equatable {
 /// stored when the event is delivered).
 public struct ConversationEventData: Codable, Sendable, Equatable {
     enum CodingKeys: String, CodingKey {
-        case id, title, members
+        case id, title, members, description, data
         case createdBy = "created_by"
         case createdAt = "created_at"
     }
@@ -193,13 +193,21 @@ public struct ConversationEventData: Codable, Sendable, Equatable {
     public var createdBy: String
     public var createdAt: Date
     public var members: [String]
+    /// As in `Conversation`: absent when none.
+    public var description: String?
+    public var data: CustomData?
 
-    public init(id: UUID, title: String?, createdBy: String, createdAt: Date, members: [String]) {
+    public init(
+        id: UUID, title: String?, createdBy: String, createdAt: Date, members: [String], description: String? = nil,
+        data: CustomData? = nil
+    ) {
         self.id = id
         self.title = title
         self.createdBy = createdBy
         self.createdAt = createdAt
         self.members = members
+        self.description = description
+        self.data = data
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -209,6 +217,8 @@ public struct ConversationEventData: Codable, Sendable, Equatable {
         try container.encode(createdBy, forKey: .createdBy)
         try container.encode(createdAt, forKey: .createdAt)
         try container.encode(members, forKey: .members)
+        try container.encodeIfPresent(description, forKey: .description)
+        try container.encodeIfPresent(data, forKey: .data)
     }
 }
 

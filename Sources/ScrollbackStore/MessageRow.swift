@@ -15,7 +15,7 @@ enum MessageRow {
     static let names = [
         "seq", "sender", "body", "client_id", "created_at", "version", "edited_at", "deleted", "reply_to",
         "thread_root", "reply_count", "last_reply_at", "thread_participants", "reaction_emojis", "reaction_counts",
-        "attachments",
+        "attachments", "data", "type",
     ]
 
     /// `m.seq AS m_seq, m.sender AS m_sender, ..., <parent> AS m_parent, <mine> AS m_mine`
@@ -85,8 +85,8 @@ enum MessageRow {
                 threadParticipants: column("thread_participants", [String].self),
                 reactionEmojis: column("reaction_emojis", [String].self),
                 reactionCounts: column("reaction_counts", [Int32].self),
-                attachments: column("attachments", String.self),
-                parent: column("parent", [String].self), mine: column("mine", [String].self)),
+                attachments: column("attachments", String.self), data: column("data", String.self),
+                type: column("type", String.self), parent: column("parent", [String].self), mine: column("mine", [String].self)),
             conversation: conversation, personal: personal)
     }
 
@@ -109,6 +109,9 @@ enum MessageRow {
         var reactionCounts: [Int32]?
         /// The JSON of the attachments (`StoredAttachment`s).
         var attachments: String?
+        /// The JSON of the message's custom data, and its type.
+        var data: String?
+        var type: String?
         /// `[sender, excerpt, deleted]` of the parent.
         var parent: [String]?
         /// User and emoji pairs of the readers' reactions (`split(_:)`).
@@ -138,6 +141,8 @@ enum MessageRow {
             message.thread = ThreadSummary(
                 replyCount: Int64(count), lastReplyAt: last, participants: columns.threadParticipants ?? [])
         }
+        message.data = try ScrollbackStore.storedData(columns.data)
+        message.type = columns.type
         if let attachments = columns.attachments {
             message.attachments = try StoredAttachment.attachments(attachments, in: conversation)
         }

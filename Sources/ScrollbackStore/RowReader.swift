@@ -42,7 +42,8 @@ struct RowReader {
             editedAt: try next(Date.self), deleted: try next(Bool.self), replyTo: try next(Int64.self),
             threadRoot: try next(Int64.self), replyCount: try next(Int32.self), lastReplyAt: try next(Date.self),
             threadParticipants: try next([String].self), reactionEmojis: try next([String].self),
-            reactionCounts: try next([Int32].self), attachments: try next(String.self), parent: try next([String].self),
+            reactionCounts: try next([Int32].self), attachments: try next(String.self), data: try next(String.self),
+            type: try next(String.self), parent: try next([String].self),
             mine: try next([String].self))
     }
 }

@@ -8,9 +8,14 @@ extension ScrollbackStore {
 
     /// Creates a conversation whose members are `creator` (its owner) plus
     /// `members` (deduplicated), in one statement; refused when one of them
-    /// blocked the creator.
-    public func createConversation(creator: UserID, title: String?, members: [UserID]) async throws -> Conversation {
-        guard let created = try await insertConversation(creator: creator, title: title, members: members) else {
+    /// blocked the creator. `description` and `data` are stored as given.
+    public func createConversation(
+        creator: UserID, title: String?, members: [UserID], description: String? = nil, data: CustomData? = nil
+    ) async throws -> Conversation {
+        guard
+            let created = try await insertConversation(
+                creator: creator, title: title, members: members, description: description, data: data)
+        else {
             throw MalformedRow()
         }
         return created
@@ -21,7 +26,7 @@ extension ScrollbackStore {
     /// created it: one per set of members however many ask at once (a
     /// unique key on the sorted member ids), until its members change.
     public func distinctConversation(
-        creator: UserID, title: String?, members: [UserID]
+        creator: UserID, title: String?, members: [UserID], description: String? = nil, data: CustomData? = nil
     ) async throws -> (conversation: Conversation, created: Bool) {
         let everyone = Array(Set(members + [creator])).sorted()
         guard everyone.count <= APILimits.maxDistinctMembers else {
@@ -34,7 +39,8 @@ extension ScrollbackStore {
                 "SELECT id FROM conversations WHERE distinct_key = \(key)", writes: false, as: .createConversation)
             if let id = try existing.first?.decode(UUID.self) { return (try await conversation(id, for: creator), false) }
             if let created = try await insertConversation(
-                creator: creator, title: title, members: members, distinctKey: key)
+                creator: creator, title: title, members: members, description: description, data: data,
+                distinctKey: key)
             {
                 return (created, true)
             }
@@ -55,7 +61,8 @@ extension ScrollbackStore {
     /// Inserts a conversation and its members in one statement; nil when
     /// `distinctKey` is taken already.
     private func insertConversation(
-        creator: UserID, title: String?, members: [UserID], distinctKey: String? = nil
+        creator: UserID, title: String?, members: [UserID], description: String?, data: CustomData?,
+        distinctKey: String? = nil
     ) async throws -> Conversation? {
         let everyone = Array(Set(members + [creator])).sorted().map(\.rawValue)
         guard everyone.count <= Self.memberLimit else { throw StoreError.conversationFull(limit: Self.memberLimit) }
@@ -64,10 +71,11 @@ extension ScrollbackStore {
             WITH refused AS (
                 SELECT 1 FROM blocks WHERE blocked = \(creator.rawValue) AND blocker = ANY(\(everyone)::text[]) LIMIT 1
             ), c AS (
-                INSERT INTO conversations (title, created_by, distinct_key)
-                SELECT \(title), \(creator.rawValue), \(distinctKey) WHERE NOT EXISTS (SELECT 1 FROM refused)
+                INSERT INTO conversations (title, created_by, distinct_key, description, data)
+                SELECT \(title), \(creator.rawValue), \(distinctKey), \(description), \(data?.json)::jsonb
+                WHERE NOT EXISTS (SELECT 1 FROM refused)
                 ON CONFLICT (distinct_key) WHERE distinct_key IS NOT NULL DO NOTHING
-                RETURNING id, title, created_by, created_at, last_seq, version, activity
+                RETURNING id, title, created_by, created_at, last_seq, version, activity, description, data
             ), m AS (
                 INSERT INTO members (conversation_id, user_id, role)
                 SELECT c.id, u, CASE WHEN u = \(creator.rawValue) THEN 'owner' ELSE 'member' END
@@ -75,18 +83,19 @@ extension ScrollbackStore {
                 RETURNING user_id, \(unescaped: FeedEvent.notify("a", "conversation_id::text", "user_id"))
             )
             SELECT EXISTS (SELECT 1 FROM refused), c.id, c.title, c.created_by, c.created_at, c.last_seq, c.version,
-                   c.activity, ARRAY(SELECT user_id FROM m ORDER BY user_id COLLATE "C")
+                   c.activity, ARRAY(SELECT user_id FROM m ORDER BY user_id COLLATE "C"), c.description, c.data
             FROM (SELECT) AS one LEFT JOIN c ON true
             """,
             writes: true, as: .createConversation)
         guard let row = rows.first else { throw MalformedRow() }
-        let (refused, id, title, createdBy, createdAt, lastSeq, version, activity, members) = try row.decode(
-            (Bool, UUID?, String?, String?, Date?, Int64?, Int64?, Int64?, [String]).self)
+        let (refused, id, title, createdBy, createdAt, lastSeq, version, activity, members, description, data) =
+            try row.decode((Bool, UUID?, String?, String?, Date?, Int64?, Int64?, Int64?, [String], String?, String?).self)
         if refused { throw StoreError.forbidden(.blocked) }
         guard let id, let createdBy, let createdAt, let lastSeq, let version, let activity else { return nil }
         return Conversation(
             id: id, title: title, createdBy: createdBy, createdAt: createdAt, lastSeq: lastSeq, members: members,
-            version: version, activity: activity, role: .owner)
+            version: version, activity: activity, role: .owner, description: description,
+            data: try Self.storedData(data))
     }
 
     /// What a conversation looks like to the member `me`: with their read
@@ -97,7 +106,7 @@ extension ScrollbackStore {
         ARRAY(SELECT user_id FROM members WHERE conversation_id = c.id ORDER BY user_id COLLATE "C") AS members,
         me.read_seq, \(unreadCount) AS unread_count, \(unreadMentions) AS unread_mentions,
         \(mutedNow) AS muted, CASE WHEN \(mutedNow) THEN me.muted_until END AS muted_until,
-        me.role, c.slow_mode_seconds,
+        me.role, c.slow_mode_seconds, c.description AS conversation_description, c.data AS conversation_data,
         \(MessageRow.columns("lm", conversation: "c.id", readers: "ARRAY[me.user_id]"))
         """
 
@@ -161,8 +170,20 @@ extension ScrollbackStore {
             muted: try columns["muted"].decode(Bool.self), mutedUntil: try columns["muted_until"].decode(Date?.self),
             role: MemberRole(rawValue: try columns["role"].decode(String.self)) ?? .member,
             slowModeSeconds: Int(try columns["slow_mode_seconds"].decode(Int32.self)),
-            firstSeq: try columns["first_seq"].decode(Int64.self))
+            firstSeq: try columns["first_seq"].decode(Int64.self),
+            description: try columns["conversation_description"].decode(String?.self),
+            data: try storedData(try columns["conversation_data"].decode(String?.self)))
         return conversation
+    }
+
+    /// Custom data as a `jsonb` column holds it (nil: none).
+    static func storedData(_ json: String?) throws -> CustomData? {
+        guard let json else { return nil }
+        do {
+            return try CustomData(json: Array(json.utf8))
+        } catch {
+            throw MalformedRow()
+        }
     }
 
     /// The conversation, if `user` is a member.

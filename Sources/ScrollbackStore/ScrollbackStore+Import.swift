@@ -6,9 +6,13 @@ import ScrollbackModels
 /// validated by the server): what it declares, or what is wrong with it.
 public struct ImportEntry: Sendable {
     public enum Record: Sendable {
-        case conversation(id: UUID, createdBy: UserID, title: String?, createdAt: Date?)
+        case conversation(
+            id: UUID, createdBy: UserID, title: String?, createdAt: Date?, description: String? = nil,
+            data: CustomData? = nil)
         case member(conversation: UUID, user: UserID, role: MemberRole, joinedAt: Date?)
-        case message(conversation: UUID, externalID: String, sender: UserID, body: String, createdAt: Date)
+        case message(
+            conversation: UUID, externalID: String, sender: UserID, body: String, createdAt: Date,
+            data: CustomData? = nil, type: String? = nil)
         case reaction(conversation: UUID, messageExternalID: String, user: UserID, emoji: String, createdAt: Date?)
         case readMarker(conversation: UUID, user: UserID, messageExternalID: String)
     }
@@ -91,7 +95,10 @@ extension ScrollbackStore {
                 external_id     text,
                 body            text,
                 created_at      timestamptz,
-                emoji           text
+                emoji           text,
+                description     text,
+                data            jsonb,
+                message_type    text
             ) ON COMMIT DROP
             """,
         ] {
@@ -169,19 +176,25 @@ private struct StagedLines {
     var bodies: [String] = []
     var times: [String] = []
     var emojis: [String] = []
+    var descriptions: [String] = []
+    var datas: [String] = []
+    var messageTypes: [String] = []
 
     /// Arrays cannot hold NULL here: an empty string stands for it.
     mutating func append(_ line: Int, _ record: ImportEntry.Record) {
         var (kind, conversation, user, role, title, externalID, body, time, emoji) =
             ("", UUID(), "", "", "", "", "", "", "")
+        var (description, data, messageType) = ("", "", "")
         func stamp(_ date: Date?) -> String { date.map(ScrollbackJSON.formatTimestamp) ?? "" }
         switch record {
-        case .conversation(let id, let createdBy, let text, let createdAt):
+        case .conversation(let id, let createdBy, let text, let createdAt, let about, let own):
             (kind, conversation, user, title, time) = ("conversation", id, createdBy.rawValue, text ?? "", stamp(createdAt))
+            (description, data) = (about ?? "", own?.json ?? "")
         case .member(let id, let member, let memberRole, let joinedAt):
             (kind, conversation, user, role, time) = ("member", id, member.rawValue, memberRole.rawValue, stamp(joinedAt))
-        case .message(let id, let external, let sender, let text, let createdAt):
+        case .message(let id, let external, let sender, let text, let createdAt, let own, let type):
             (kind, conversation, externalID, user, body, time) = ("message", id, external, sender.rawValue, text, stamp(createdAt))
+            (data, messageType) = (own?.json ?? "", type ?? "")
         case .reaction(let id, let external, let reactor, let kindOf, let createdAt):
             (kind, conversation, externalID, user, emoji, time) = ("reaction", id, external, reactor.rawValue, kindOf, stamp(createdAt))
         case .readMarker(let id, let reader, let external):
@@ -197,16 +210,20 @@ private struct StagedLines {
         bodies.append(body)
         times.append(time)
         emojis.append(emoji)
+        descriptions.append(description)
+        datas.append(data)
+        messageTypes.append(messageType)
     }
 
     var insert: PostgresQuery {
         """
         INSERT INTO import_lines
         SELECT l, k, c, NULLIF(u, ''), NULLIF(r, ''), NULLIF(ti, ''), NULLIF(x, ''), NULLIF(b, ''),
-               NULLIF(t, '')::timestamptz, NULLIF(e, '')
+               NULLIF(t, '')::timestamptz, NULLIF(e, ''), NULLIF(de, ''), NULLIF(da, '')::jsonb, NULLIF(mt, '')
         FROM unnest(\(lines)::int4[], \(kinds)::text[], \(conversations)::uuid[], \(users)::text[], \(roles)::text[],
-                    \(titles)::text[], \(externalIDs)::text[], \(bodies)::text[], \(times)::text[], \(emojis)::text[])
-             AS s (l, k, c, u, r, ti, x, b, t, e)
+                    \(titles)::text[], \(externalIDs)::text[], \(bodies)::text[], \(times)::text[], \(emojis)::text[],
+                    \(descriptions)::text[], \(datas)::text[], \(messageTypes)::text[])
+             AS s (l, k, c, u, r, ti, x, b, t, e, de, da, mt)
         """
     }
 }
@@ -336,8 +353,9 @@ enum ImportSQL {
             SELECT DISTINCT user_id FROM import_lines WHERE user_id IS NOT NULL
             ON CONFLICT (id) DO NOTHING
         ), created AS (
-            INSERT INTO conversations (id, title, created_by, created_at)
-            SELECT DISTINCT ON (conversation_id) conversation_id, title, user_id, COALESCE(created_at, now())
+            INSERT INTO conversations (id, title, created_by, created_at, description, data)
+            SELECT DISTINCT ON (conversation_id) conversation_id, title, user_id, COALESCE(created_at, now()),
+                   description, data
             FROM import_lines WHERE kind = 'conversation'
             ORDER BY conversation_id, line
             ON CONFLICT (id) DO NOTHING
@@ -373,15 +391,16 @@ enum ImportSQL {
               AND c.id NOT IN (SELECT id FROM import_done)
             ORDER BY c.id FOR NO KEY UPDATE
         ), numbered AS (
-            SELECT m.conversation_id, m.user_id, m.body, m.created_at, m.external_id,
+            SELECT m.conversation_id, m.user_id, m.body, m.created_at, m.external_id, m.data, m.message_type,
                    row_number() OVER (PARTITION BY m.conversation_id ORDER BY m.line) AS n
             FROM (
                 SELECT DISTINCT ON (conversation_id, external_id) * FROM import_lines
                 WHERE kind = 'message' ORDER BY conversation_id, external_id, line
             ) m
         ), stored AS (
-            INSERT INTO messages (conversation_id, seq, sender, body, created_at, version, external_id)
-            SELECT n.conversation_id, l.last_seq + n.n, n.user_id, n.body, n.created_at, l.version + n.n, n.external_id
+            INSERT INTO messages (conversation_id, seq, sender, body, created_at, version, external_id, data, type)
+            SELECT n.conversation_id, l.last_seq + n.n, n.user_id, n.body, n.created_at, l.version + n.n, n.external_id,
+                   n.data, n.message_type
             FROM numbered n JOIN locked l ON l.id = n.conversation_id
             RETURNING conversation_id
         ), moved AS (

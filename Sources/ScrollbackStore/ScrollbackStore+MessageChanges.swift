@@ -16,11 +16,14 @@ public enum DeleteOutcome: Sendable, Equatable {
 }
 
 extension ScrollbackStore {
-    /// Replaces a message's body; only its sender may. The edit takes the
+    /// Replaces a message's body, its data (`.some(nil)`: removes it), or
+    /// both, those given; only its sender may. The edit takes the
     /// conversation's next version in the same statement.
-    public func edit(_ seq: Int64, in id: UUID, by user: UserID, body: String) async throws -> Message {
+    public func edit(
+        _ seq: Int64, in id: UUID, by user: UserID, body: String? = nil, data: CustomData?? = nil
+    ) async throws -> Message {
         for _ in 0..<Self.changeAttempts {
-            if let edited = try await change(seq, in: id, by: user, newBody: body) { return edited }
+            if let edited = try await change(seq, in: id, by: user, .edit(body: body, data: data)) { return edited }
             let (message, _) = try await messageForDiagnosis(seq, in: id, for: user)
             guard message.sender == user.rawValue else { throw StoreError.forbidden(.editAnotherSendersMessage) }
             guard !message.deleted else { throw StoreError.messageDeleted }
@@ -35,7 +38,7 @@ extension ScrollbackStore {
     /// tombstone again returns it unchanged.
     public func delete(_ seq: Int64, in id: UUID, by user: UserID) async throws -> DeleteOutcome {
         for _ in 0..<Self.changeAttempts {
-            if let tombstone = try await change(seq, in: id, by: user, newBody: nil) { return .deleted(tombstone) }
+            if let tombstone = try await change(seq, in: id, by: user, .delete) { return .deleted(tombstone) }
             let (message, role) = try await messageForDiagnosis(seq, in: id, for: user)
             guard message.sender == user.rawValue || role.may(.deleteOthersMessage) else {
                 throw StoreError.forbidden(.deleteAnotherSendersMessage)
@@ -51,17 +54,31 @@ extension ScrollbackStore {
     /// attempts settle it.
     static let changeAttempts = 3
 
-    /// Edits message `seq` (`newBody`) or deletes it (nil), taking the
+    /// What a change does to a message.
+    private enum Change {
+        /// The body and the data given (nil: unchanged).
+        case edit(body: String?, data: CustomData??)
+        case delete
+    }
+
+    /// Edits message `seq` or deletes it, taking the
     /// conversation's next version, when it is not deleted and `user` may: its
     /// sender, or for a deletion also an admin or the owner. Locks are
     /// taken in the order every writer uses: the conversation row, then the
     /// member row (so a removal that committed meanwhile is seen), then the
     /// message row (re-checked if it changed meanwhile). Nil when nothing matched.
-    private func change(_ seq: Int64, in id: UUID, by user: UserID, newBody: String?) async throws -> Message? {
+    private func change(_ seq: Int64, in id: UUID, by user: UserID, _ change: Change) async throws -> Message? {
         // A write drops the conversation's cached pages before it answers or throws (PageCache).
         defer { pageCache.invalidate(id) }
-        let deleting = newBody == nil
-        let body = newBody ?? ""
+        var deleting = false
+        var newBody: String?
+        var newData: CustomData??
+        switch change {
+        case .edit(let body, let data): (newBody, newData) = (body, data)
+        case .delete: (deleting, newBody, newData) = (true, "", .some(nil))
+        }
+        let settingData = newData != nil
+        let dataJSON: String? = newData??.json
         let rows = try await rows(
             """
             WITH conv AS (
@@ -102,7 +119,8 @@ extension ScrollbackStore {
             )
             UPDATE messages m
             SET version = c.version,
-                body = \(body),
+                body = COALESCE(\(newBody), m.body),
+                data = CASE WHEN \(settingData) THEN \(dataJSON)::jsonb ELSE m.data END,
                 deleted = \(deleting),
                 sent_body_hash = CASE WHEN \(deleting) THEN NULL ELSE m.sent_body_hash END,
                 reaction_emojis = CASE WHEN \(deleting) THEN NULL ELSE m.reaction_emojis END,

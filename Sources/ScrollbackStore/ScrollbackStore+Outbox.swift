@@ -304,18 +304,23 @@ extension ScrollbackStore {
     }
 
     /// Conversation `id` as a `conversation.created` event carries it: its
-    /// creator, title and members as stored now; nil when there is none.
+    /// creator, title, description, data and members as stored now; nil
+    /// when there is none.
     public func conversationForEvent(_ id: UUID) async throws -> ConversationEventData? {
         let rows = try await rows(
             """
             SELECT c.title, c.created_by, c.created_at,
-                   ARRAY(SELECT user_id FROM members WHERE conversation_id = c.id ORDER BY user_id)
+                   ARRAY(SELECT user_id FROM members WHERE conversation_id = c.id ORDER BY user_id),
+                   c.description, c.data
             FROM conversations c WHERE c.id = \(id)
             """,
             writes: false, as: .outbox)
         guard let row = rows.first else { return nil }
-        let (title, creator, createdAt, members) = try row.decode((String?, String, Date, [String]).self)
-        return ConversationEventData(id: id, title: title, createdBy: creator, createdAt: createdAt, members: members)
+        let (title, creator, createdAt, members, description, data) = try row.decode(
+            (String?, String, Date, [String], String?, String?).self)
+        return ConversationEventData(
+            id: id, title: title, createdBy: creator, createdAt: createdAt, members: members, description: description,
+            data: try Self.storedData(data))
     }
 }
 

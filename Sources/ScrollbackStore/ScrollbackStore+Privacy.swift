@@ -302,7 +302,7 @@ extension ScrollbackStore {
                     ), erased AS (
                         UPDATE messages m
                         SET version = c.version - t.total + t.n, body = '', deleted = true, sent_body_hash = NULL,
-                            reaction_emojis = NULL, reaction_counts = NULL, attachments = NULL,
+                            reaction_emojis = NULL, reaction_counts = NULL, attachments = NULL, data = NULL,
                             sender = \(UserID.erased.rawValue), client_id = NULL
                         FROM c, target t
                         WHERE m.conversation_id = \(id) AND m.seq = t.seq

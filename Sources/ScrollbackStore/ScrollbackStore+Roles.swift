@@ -11,7 +11,7 @@ extension ScrollbackStore {
     public func members(of id: UUID, for viewer: UserID) async throws -> [ConversationMember] {
         let rows = try await rows(
             """
-            SELECT m.user_id, m.role FROM members m
+            SELECT m.user_id, m.role, m.data FROM members m
             WHERE m.conversation_id = \(id)
               AND EXISTS (SELECT 1 FROM members v WHERE v.conversation_id = \(id) AND v.user_id = \(viewer.rawValue))
             ORDER BY m.user_id COLLATE "C"
@@ -19,8 +19,9 @@ extension ScrollbackStore {
             writes: false, as: .roles)
         guard !rows.isEmpty else { throw StoreError.conversationNotFound }
         return try rows.map { row in
-            let (user, role) = try row.decode((String, String).self)
-            return ConversationMember(userId: user, role: MemberRole(rawValue: role) ?? .member)
+            let (user, role, data) = try row.decode((String, String, String?).self)
+            return ConversationMember(
+                userId: user, role: MemberRole(rawValue: role) ?? .member, data: try Self.storedData(data))
         }
     }
 
@@ -63,6 +64,26 @@ extension ScrollbackStore {
         }
         try outcome.complete()
         return changed
+    }
+
+    /// Sets the data of `user`'s membership of conversation `id`
+    /// (nil: none): `user` themself may, or the owner or an admin.
+    public func setMemberData(_ data: CustomData?, of user: UserID, in id: UUID, by actor: UserID) async throws {
+        let outcome: MembershipChange = try await withTransaction(as: .roles) { [logger] connection in
+            guard let actorRole = try await Self.lockConversation(id, member: actor, on: connection, logger: logger)
+            else { return .notVisible }
+            guard user == actor || actorRole.may(.setMemberData) else { return .forbidden(.setMemberData) }
+            let updated = try await connection.query(
+                """
+                UPDATE members SET data = \(data?.json)::jsonb
+                WHERE conversation_id = \(id) AND user_id = \(user.rawValue)
+                RETURNING 1
+                """,
+                logger: logger
+            ).collect()
+            return updated.isEmpty ? .notAMember : .done
+        }
+        try outcome.complete()
     }
 
     /// The bans of conversation `id` in force, by user id; the viewer must
@@ -108,24 +129,32 @@ extension ScrollbackStore {
         try outcome.complete()
     }
 
-    /// Sets conversation `id`'s title (`.some(nil)`: none) and slow mode,
-    /// those given; the owner or an admin may. Answers the conversation as
+    /// Sets conversation `id`'s title, description and data (`.some(nil)`:
+    /// none) and slow mode, those given; the owner or an admin may (the
+    /// description and the data as the title). Answers the conversation as
     /// `actor` sees it.
     public func updateConversation(
-        _ id: UUID, title: String??, slowModeSeconds: Int?, by actor: UserID
+        _ id: UUID, title: String??, slowModeSeconds: Int?, description: String?? = nil, data: CustomData?? = nil,
+        by actor: UserID
     ) async throws -> Conversation {
         let outcome: MembershipChange = try await withTransaction(as: .roles) { [logger] connection in
             guard let role = try await Self.lockConversation(id, member: actor, on: connection, logger: logger) else {
                 return .notVisible
             }
-            guard title == nil || role.may(.setTitle), slowModeSeconds == nil || role.may(.setSlowMode) else {
+            guard title == nil || role.may(.setTitle), slowModeSeconds == nil || role.may(.setSlowMode),
+                description == nil && data == nil || role.may(.setTitle)
+            else {
                 return .forbidden(.updateConversation)
             }
             let newTitle: String? = title ?? nil
+            let newDescription: String? = description ?? nil
+            let newData: String? = data??.json
             try await connection.query(
                 """
                 UPDATE conversations
                 SET title = CASE WHEN \(title != nil) THEN \(newTitle) ELSE title END,
+                    description = CASE WHEN \(description != nil) THEN \(newDescription) ELSE description END,
+                    data = CASE WHEN \(data != nil) THEN \(newData)::jsonb ELSE data END,
                     slow_mode_seconds = COALESCE(\(slowModeSeconds.map(Int32.init)), slow_mode_seconds)
                 WHERE id = \(id)
                 """,

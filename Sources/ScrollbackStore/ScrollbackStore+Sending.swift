@@ -24,6 +24,9 @@ struct Send: Sendable, Equatable {
     var replyTo: Int64?
     /// Upload ids, in order, distinct.
     var attachments: [UUID] = []
+    /// The app's own data and kind of message, validated.
+    var data: CustomData? = nil
+    var type: String? = nil
 }
 
 extension ScrollbackStore {
@@ -52,15 +55,18 @@ extension ScrollbackStore {
     ///
     /// Unless grouping is off, a send is committed with the sends that
     /// arrive with it (`SendGroups`), keeping all of the above.
+    ///
+    /// `data` and `type` are stored as given (the caller checked `type`
+    /// with ``MessageType``); a replay answers the original message's.
     public func send(
         to id: UUID, from sender: UserID, body: String, clientID: String?, replyTo: Int64? = nil,
-        attachments: [UUID] = []
+        attachments: [UUID] = [], data: CustomData? = nil, type: String? = nil
     ) async throws -> SendOutcome {
         // A write drops the conversation's cached pages before it answers or throws (PageCache).
         defer { pageCache.invalidate(id) }
         let send = Send(
             conversation: id, sender: sender, body: body, clientID: clientID, replyTo: replyTo,
-            attachments: attachments)
+            attachments: attachments, data: data, type: type)
         // (A group stands for "no client_id" with an empty one, which the API never accepts.)
         if clientID != "", let sendGroups { return try await sendGroups.send(send, store: self) }
         return try await storeSends([send], as: .send).first!.get()
@@ -172,14 +178,14 @@ enum SendSQL {
 
     static func text(
         conversations: String, senders: String, bodies: String, clientIDs: String, replyTos: String,
-        attachments: String, attachmentSends: String, notifying: Bool = true
+        attachments: String, attachmentSends: String, datas: String, types: String, notifying: Bool = true
     ) -> String {
         let notification = notifying ? ",\n       (\(FeedEvent.notifyStored(from: "s")))" : ""
         return """
             WITH s AS MATERIALIZED (
                 SELECT * FROM store_sends(
                     \(conversations), \(senders), \(bodies), \(clientIDs), \(replyTos), \(attachments), \(attachmentSends),
-                    \(APILimits.threadParticipantsShown), ARRAY[\(slowModeExempt)])
+                    \(APILimits.threadParticipantsShown), ARRAY[\(slowModeExempt)], \(datas), \(types))
             )
             SELECT s.send_position, s.is_member, s.parent_state, s.attachments_usable, s.created, s.same_body,
                    s.seq, s.slow_wait\(notification)
@@ -193,16 +199,17 @@ enum SendSQL {
         text(
             conversations: "ARRAY[$1::uuid]", senders: "ARRAY[$2::text]", bodies: "ARRAY[$3::text]",
             clientIDs: "ARRAY[$4::text]", replyTos: "ARRAY[$5::int8]", attachments: "$6::uuid[]",
-            attachmentSends: "array_fill(1, ARRAY[cardinality($6::uuid[])])", notifying: notifying)
+            attachmentSends: "array_fill(1, ARRAY[cardinality($6::uuid[])])", datas: "ARRAY[$7::jsonb]",
+            types: "ARRAY[$8::text]", notifying: notifying)
     }
 }
 
 /// A send alone, prepared once per connection.
 struct SendStatement: PostgresPreparedStatement {
-    static let name = "scrollback_send_v7"
+    static let name = "scrollback_send_v8"
     static let sql = SendSQL.alone()
-    static let parameters = ["conversation_id", "sender", "body", "client_id", "reply_to", "attachments"]
-    static let bindingDataTypes: [PostgresDataType] = [.uuid, .text, .text, .text, .int8, .uuidArray]
+    static let parameters = ["conversation_id", "sender", "body", "client_id", "reply_to", "attachments", "data", "type"]
+    static let bindingDataTypes: [PostgresDataType] = [.uuid, .text, .text, .text, .int8, .uuidArray, .text, .text]
 
     var send: Send
 
@@ -211,13 +218,15 @@ struct SendStatement: PostgresPreparedStatement {
     }
 
     func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 6)
+        var bindings = PostgresBindings(capacity: 8)
         bindings.append(send.conversation)
         bindings.append(send.sender.rawValue)
         bindings.append(send.body)
         bindings.append(send.clientID)
         bindings.append(send.replyTo)
         bindings.append(send.attachments)
+        bindings.append(send.data?.json)
+        bindings.append(send.type)
         return bindings
     }
 
@@ -228,21 +237,23 @@ struct SendStatement: PostgresPreparedStatement {
 
 /// The sends of a group, prepared once per connection.
 struct SendGroupStatement: PostgresPreparedStatement {
-    static let name = "scrollback_send_group_v4"
+    static let name = "scrollback_send_group_v5"
     /// A `client_id` of `''` and a `reply_to` of 0 are none: arrays of the
     /// driver cannot hold NULL, a `client_id` is never empty and a seq is
-    /// never 0.
+    /// never 0. Likewise a `data` or `type` of `''` (no JSON and no type is
+    /// empty); both arrays are empty when no send of the group has any.
     static let sql = SendSQL.text(
         conversations: "$1", senders: "$2", bodies: "$3", clientIDs: "array_replace($4, '', NULL)",
-        replyTos: "array_replace($5, 0::int8, NULL)", attachments: "$6", attachmentSends: "$7")
+        replyTos: "array_replace($5, 0::int8, NULL)", attachments: "$6", attachmentSends: "$7",
+        datas: "array_replace($8, '', NULL)::jsonb[]", types: "array_replace($9, '', NULL)")
     static let bindingDataTypes: [PostgresDataType] = [
-        .uuidArray, .textArray, .textArray, .textArray, .int8Array, .uuidArray, .int4Array,
+        .uuidArray, .textArray, .textArray, .textArray, .int8Array, .uuidArray, .int4Array, .textArray, .textArray,
     ]
 
     var sends: [Send]
 
     func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 7)
+        var bindings = PostgresBindings(capacity: 9)
         bindings.append(sends.map(\.conversation))
         bindings.append(sends.map(\.sender.rawValue))
         bindings.append(sends.map(\.body))
@@ -250,6 +261,9 @@ struct SendGroupStatement: PostgresPreparedStatement {
         bindings.append(sends.map { $0.replyTo ?? 0 })
         bindings.append(sends.flatMap(\.attachments))
         bindings.append(sends.enumerated().flatMap { index, send in send.attachments.map { _ in Int32(index + 1) } })
+        // Empty unless a send carries them: the common group binds nothing more.
+        bindings.append(sends.contains { $0.data != nil } ? sends.map { $0.data?.json ?? "" } : [])
+        bindings.append(sends.contains { $0.type != nil } ? sends.map { $0.type ?? "" } : [])
         return bindings
     }
 

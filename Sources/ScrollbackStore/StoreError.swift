@@ -89,6 +89,9 @@ public enum StoreError: Error, Equatable, Sendable {
         case changeRole
         /// Only the owner or an admin sets the title and slow mode.
         case updateConversation
+        /// A member sets the data of their own membership; the owner or an
+        /// admin anyone's.
+        case setMemberData
         /// The owner leaves only once ownership is handed over (or as the
         /// last member).
         case ownerMustHandOver

@@ -29,11 +29,33 @@ import Testing
     }
 
     static func message(_ rng: inout Generator) -> Message {
-        Message(
+        var message = Message(
             conversationId: UUID(), seq: Int64.random(in: 1...Int64.max, using: &rng), sender: text(&rng, maxLength: 8),
             body: text(&rng), clientId: Bool.random(using: &rng) ? text(&rng, maxLength: 10) : nil,
             createdAt: date(&rng), version: Int64.random(in: 1...Int64.max, using: &rng),
             editedAt: Bool.random(using: &rng) ? date(&rng) : nil, deleted: Bool.random(using: &rng))
+        if Int.random(in: 0..<3, using: &rng) == 0, case .object(let fields) = json(&rng, depth: 1, object: true) {
+            message.data = try? CustomData(fields)
+        }
+        if Int.random(in: 0..<3, using: &rng) == 0 { message.type = "order_status" }
+        return message
+    }
+
+    /// A random JSON value nesting at most `APILimits.maxCustomDataDepth` deep from `depth`.
+    static func json(_ rng: inout Generator, depth: Int, object: Bool = false) -> JSONValue {
+        let nests = depth < APILimits.maxCustomDataDepth
+        switch object ? 6 : Int.random(in: 0..<(nests ? 7 : 5), using: &rng) {
+        case 0: return .null
+        case 1: return .bool(Bool.random(using: &rng))
+        case 2: return .integer(Int64.random(in: Int64.min...Int64.max, using: &rng))
+        case 3: return .number(number(&rng) * (Bool.random(using: &rng) ? -1 : 1))
+        case 4: return .string(text(&rng, maxLength: 12))
+        case 5: return .array((0..<Int.random(in: 0...3, using: &rng)).map { _ in json(&rng, depth: depth + 1) })
+        default:
+            var fields: [String: JSONValue] = [:]
+            for _ in 0..<Int.random(in: 0...4, using: &rng) { fields[text(&rng, maxLength: 8)] = json(&rng, depth: depth + 1) }
+            return .object(fields)
+        }
     }
 
     static func number(_ rng: inout Generator) -> Double {

@@ -135,7 +135,7 @@ import Testing
             String.self,
             """
             SELECT array_position(\(ids)::uuid[], conversation_id) || ' '
-                   || (to_jsonb(m) - 'conversation_id' - 'created_at')::text
+                   || (to_jsonb(m) - 'conversation_id' - 'created_at' - 'data' - 'type')::text
             FROM messages m ORDER BY array_position(\(ids)::uuid[], conversation_id), seq
             """)
     }

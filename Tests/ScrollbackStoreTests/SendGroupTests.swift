@@ -43,6 +43,43 @@ import Testing
         try #require(store.sendsWaitingForAGroup == count)
     }
 
+    /// A group of sends with and without data and type stores each send's
+    /// own (the arrays hold a value per send only when one carries any).
+    @Test func aGroupStoresEachSendsDataAndType() async throws {
+        let metrics = TestMetrics()
+        try await Self.withStore(metrics) { store in
+            let id = try await store.createConversation(creator: "alice", title: nil, members: ["bob"]).id
+            let data = try CustomData(["order": .string("o-1"), "lines": .array([.integer(2)])])
+            let attempts: [(String, CustomData?, String?)] = [
+                ("with both", data, "order_status"), ("plain", nil, nil), ("a type only", nil, "note"),
+                ("data only", data, nil),
+            ]
+            let messages = try await StoreMetricsTests.holdingRow(of: id, in: store) { holder in
+                let first = Task { try await store.send(to: id, from: "bob", body: "first", clientID: nil) }
+                try await FailureSemanticsTests.waitUntilBlocked(holder)
+                return try await withThrowingTaskGroup(of: (Int, Message).self) { group in
+                    for (index, (body, data, type)) in attempts.enumerated() {
+                        group.addTask {
+                            (index, try await store.send(to: id, from: "alice", body: body, clientID: nil, data: data, type: type).message)
+                        }
+                        try await Self.waitUntilWaiting(index + 1, in: store)
+                    }
+                    try await holder.query("ROLLBACK", logger: .init(label: "test"))
+                    try await holder.query("BEGIN", logger: .init(label: "test"))
+                    var messages = [Message?](repeating: nil, count: attempts.count)
+                    for try await (index, message) in group { messages[index] = message }
+                    _ = try await first.value
+                    return messages.compactMap { $0 }
+                }
+            }
+            #expect(messages.map(\.body) == attempts.map(\.0))
+            #expect(messages.map(\.data) == attempts.map(\.1) && messages.map(\.type) == attempts.map(\.2))
+            let page = try await store.page(of: id, for: "alice", anchor: .newest, limit: 10)
+            #expect(page.messages.reversed().dropFirst().map(\.data) == attempts.map(\.1))
+            #expect(Self.groups(metrics).sends >= Int64(attempts.count))
+        }
+    }
+
     /// The sends that wait behind a commit held back by a lock go together
     /// when it ends: each gets what it would alone (stored in order, a
     /// replay, a conflict, not a member, no such conversation), a repeated

@@ -34,21 +34,25 @@ struct MemberCommands: Sendable {
     }
 
     /// Stores a message, or finds the one sent earlier with the same
-    /// `clientID` (a replay, not an error). With attachments (upload ids),
-    /// the body may be empty.
+    /// `clientID` (a replay, not an error). With attachments (upload ids)
+    /// or data, the body may be empty. `data` was checked when it was
+    /// decoded (`CustomData`).
     func send(
-        _ body: String, clientID: String?, replyTo: Int64?, attachments: [UUID] = [], to id: UUID, by user: UserID
+        _ body: String, clientID: String?, replyTo: Int64?, attachments: [UUID] = [], data: CustomData? = nil,
+        type: String? = nil, to id: UUID, by user: UserID
     ) async throws -> SendOutcome {
         let attachments = try Validation.attachments(attachments)
-        let body = attachments.isEmpty || !body.isEmpty ? try Validation.messageBody(body) : body
+        let body = (attachments.isEmpty && data == nil) || !body.isEmpty ? try Validation.messageBody(body) : body
         let clientID = try Validation.clientID(clientID)
         let replyTo = try Validation.replyTo(replyTo)
+        let type = try Validation.messageType(type)
         try limiter.check(.send, for: user)
         // The socket's sends too (HTTP's are noted by `AuthMiddleware`).
         defer { store.noteWrite(by: user) }
         if let uploads, !attachments.isEmpty { try await uploads.settle(attachments, in: id, by: user) }
         return try await store.send(
-            to: id, from: user, body: body, clientID: clientID, replyTo: replyTo, attachments: attachments)
+            to: id, from: user, body: body, clientID: clientID, replyTo: replyTo, attachments: attachments, data: data,
+            type: type)
     }
 
     /// Moves the caller's read marker forward (never backwards).

@@ -186,6 +186,8 @@ final class StreamSession: Sendable {
                     "Unknown frame type `\(error.type)`; the types are \(ClientFrame.types.joined(separator: ", ")).")
             } catch let error as DecodingError {
                 throw APIError.badRequest(ScrollbackJSON.errorCode(of: error), ScrollbackJSON.explain(error))
+            } catch let error as CustomDataError {
+                throw APIError.unprocessable(.invalidData, error.description)
             }
         } catch {
             guard socket.user != nil else {
@@ -213,10 +215,11 @@ final class StreamSession: Sendable {
                 try await subscribeInbox(socket, user: user, after: after)
             case .unsubscribeInbox:
                 await live.hub.unsubscribeInbox(socket)
-            case .send(let id, let body, let clientID, let replyTo, let attachments):
+            case .send(let id, let body, let clientID, let replyTo, let attachments, let data, let messageType):
                 do {
                     let outcome = try await commands.send(
-                        body, clientID: clientID, replyTo: replyTo, attachments: attachments, to: id, by: user)
+                        body, clientID: clientID, replyTo: replyTo, attachments: attachments, data: data,
+                        type: messageType, to: id, by: user)
                     let replayed = if case .replayed = outcome { true } else { false }
                     socket.send(.ack(clientId: clientID, message: outcome.message, replayed: replayed))
                 } catch {
@@ -300,7 +303,7 @@ extension ClientFrame {
     /// The conversation a frame is about, as an error frame's `ref`.
     var conversationRef: String? {
         switch self {
-        case .subscribe(let id, _, _), .unsubscribe(let id), .send(let id, _, _, _, _), .read(let id, _), .typing(let id):
+        case .subscribe(let id, _, _), .unsubscribe(let id), .send(let id, _, _, _, _, _, _), .read(let id, _), .typing(let id):
             id.uuidString.lowercased()
         case .auth, .ping, .subscribeInbox, .unsubscribeInbox:
             nil

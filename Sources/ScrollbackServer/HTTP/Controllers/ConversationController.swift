@@ -30,13 +30,18 @@ struct ConversationController {
         let user = try context.requireUser()
         let input = try await RequestBody.decode(CreateConversationRequest.self, from: request, context: context)
         let title = try Validation.title(input.title)
+        let description = try Validation.description(input.description)
         let members = try Validation.members(input.members, creator: user)
         try limiter.check(.conversation, for: user)
         guard input.distinct == true else {
-            return JSONBody(try await store.createConversation(creator: user, title: title, members: members), status: .created)
+            return JSONBody(
+                try await store.createConversation(
+                    creator: user, title: title, members: members, description: description, data: input.data),
+                status: .created)
         }
         // The conversation of exactly these members: 200 when it exists.
-        let (conversation, created) = try await store.distinctConversation(creator: user, title: title, members: members)
+        let (conversation, created) = try await store.distinctConversation(
+            creator: user, title: title, members: members, description: description, data: input.data)
         return JSONBody(conversation, status: created ? .created : .ok)
     }
 
@@ -91,17 +96,22 @@ struct ConversationController {
         return .noContent
     }
 
-    /// Sets the title (null: none) and slow mode, those given.
+    /// Sets the title, description and data (null: none) and slow mode,
+    /// those given.
     @Sendable func update(_ request: Request, context: ScrollbackRequestContext) async throws -> JSONBody<Conversation> {
         let user = try context.requireUser()
         let id = try Self.conversationID(context)
         let input = try await RequestBody.decode(UpdateConversationRequest.self, from: request, context: context)
         let title = try input.title.map { try Validation.title($0) }
+        let description = try input.description.map { try Validation.description($0) }
         let slowMode = try input.slowModeSeconds.map(Validation.slowMode)
-        guard title != nil || slowMode != nil else {
-            throw APIError.unprocessable(.invalidField, "Give `title`, `slow_mode_seconds` or both.")
+        guard title != nil || slowMode != nil || description != nil || input.data != nil else {
+            throw APIError.unprocessable(
+                .invalidField, "Give one or more of `title`, `description`, `data` and `slow_mode_seconds`.")
         }
-        return JSONBody(try await store.updateConversation(id, title: title, slowModeSeconds: slowMode, by: user))
+        return JSONBody(
+            try await store.updateConversation(
+                id, title: title, slowModeSeconds: slowMode, description: description, data: input.data, by: user))
     }
 
     /// Members with their profiles.
@@ -117,16 +127,21 @@ struct ConversationController {
         return try await Self.memberList(try await store.members(of: try Self.conversationID(context), for: user), store)
     }
 
-    /// Changes a member's role (the owner only); `owner` hands ownership
-    /// over. Answers every member with their role.
+    /// Changes a member's role (the owner only; `owner` hands ownership
+    /// over) and their data (themself, or the owner or an admin), those
+    /// given. Answers every member with their role.
     @Sendable func setRole(_ request: Request, context: ScrollbackRequestContext) async throws -> JSONBody<MemberList> {
         let user = try context.requireUser()
         let id = try Self.conversationID(context)
         let member = try Validation.userID(context.pathParameter("user_id") ?? "", field: "user_id")
         let input = try await RequestBody.decode(UpdateMemberRequest.self, from: request, context: context)
-        let role = try Validation.role(input.role)
+        guard input.role != nil || input.data != nil else {
+            throw APIError.unprocessable(.invalidField, "Give `role`, `data` or both.")
+        }
+        let role = try input.role.map(Validation.role)
         try limiter.check(.member, for: user)
-        _ = try await store.setRole(role, of: member, in: id, by: user)
+        if let data = input.data { try await store.setMemberData(data, of: member, in: id, by: user) }
+        if let role { _ = try await store.setRole(role, of: member, in: id, by: user) }
         return try await Self.memberList(try await store.members(of: id, for: user), store)
     }
 

@@ -16,13 +16,17 @@ struct MessageChangeController {
         group.get("conversations/:id/changes", use: changes)
     }
 
-    /// Only the sender may edit; same validation as sending.
+    /// Only the sender may edit; same validation as sending. An edit
+    /// changes the body, the data, or both (one at least).
     @Sendable func edit(_ request: Request, context: ScrollbackRequestContext) async throws -> JSONBody<MessageEnvelope> {
         let user = try context.requireUser()
         let (id, seq) = try Self.messageAddress(context)
         let input = try await RequestBody.decode(EditMessageRequest.self, from: request, context: context)
-        let body = try Validation.messageBody(input.body)
-        return JSONBody(MessageEnvelope(message: try await store.edit(seq, in: id, by: user, body: body)))
+        guard input.body != nil || input.data != nil else {
+            throw APIError.badRequest(.invalidField, "An edit needs `body`, `data` or both.")
+        }
+        let body = try input.body.map(Validation.messageBody)
+        return JSONBody(MessageEnvelope(message: try await store.edit(seq, in: id, by: user, body: body, data: input.data)))
     }
 
     /// The sender or the conversation's creator may delete; deleting a

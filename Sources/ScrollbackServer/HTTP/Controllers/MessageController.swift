@@ -22,8 +22,8 @@ struct MessageController {
         let id = try ConversationController.conversationID(context)
         let input = try await RequestBody.decode(SendMessageRequest.self, from: request, context: context)
         let outcome = try await commands.send(
-            input.body, clientID: input.clientId, replyTo: input.replyTo, attachments: input.attachments ?? [], to: id,
-            by: user)
+            input.body, clientID: input.clientId, replyTo: input.replyTo, attachments: input.attachments ?? [],
+            data: input.data, type: input.type, to: id, by: user)
         switch outcome {
         case .created(let message): return JSONBody(MessageEnvelope(message: message), status: .created)
         case .replayed(let message): return JSONBody(MessageEnvelope(message: message))

@@ -130,7 +130,8 @@ final class ImportReader: @unchecked Sendable {
         case "conversation":
             return .conversation(
                 id: try uuid(line.id, "id"), createdBy: try Validation.userID(try required(line.createdBy, "created_by"), field: "created_by"),
-                title: try Validation.title(line.title), createdAt: try time(line.createdAt, "created_at"))
+                title: try Validation.title(line.title), createdAt: try time(line.createdAt, "created_at"),
+                description: try Validation.description(line.description), data: line.data)
         case "member":
             return .member(
                 conversation: try uuid(line.conversationId, "conversation_id"),
@@ -141,7 +142,8 @@ final class ImportReader: @unchecked Sendable {
             return .message(
                 conversation: try uuid(line.conversationId, "conversation_id"), externalID: try external(line.externalId, "external_id"),
                 sender: try Validation.userID(try required(line.sender, "sender"), field: "sender"),
-                body: try Validation.messageBody(try required(line.body, "body")), createdAt: createdAt)
+                body: try Validation.messageBody(try required(line.body, "body")), createdAt: createdAt, data: line.data,
+                type: try Validation.messageType(line.messageType))
         case "reaction":
             return .reaction(
                 conversation: try uuid(line.conversationId, "conversation_id"),

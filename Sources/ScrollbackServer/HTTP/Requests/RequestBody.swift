@@ -30,6 +30,8 @@ enum RequestBody {
         }
         do {
             return try decoder.decode(T.self, from: Data(buffer.readableBytesView))
+        } catch let error as CustomDataError {
+            throw APIError.unprocessable(.invalidData, error.description)
         } catch let error as DecodingError {
             throw APIError.badRequest(ScrollbackJSON.errorCode(of: error), ScrollbackJSON.explain(error))
         } catch {

@@ -203,6 +203,26 @@ enum Validation {
         return image
     }
 
+    /// A conversation's description: text people read, like a title, with
+    /// line breaks, at most ``APILimits/maxDescriptionLength`` code points.
+    static func description(_ description: String?) throws -> String? {
+        guard let description else { return nil }
+        return try visibleText(
+            description, field: "description", code: .invalidDescription, maxLength: APILimits.maxDescriptionLength,
+            allowingLineBreaks: true, ifInvisible: " Omit it or send null for no description.")
+    }
+
+    /// A message's app-defined `type` (``MessageType``).
+    static func messageType(_ type: String?) throws -> String? {
+        guard let type else { return nil }
+        guard MessageType.isValid(type) else {
+            throw APIError.unprocessable(
+                .invalidMessageType,
+                "Field `type` must be 1 to \(APILimits.maxMessageTypeLength) characters of a-z 0-9 _ . - starting with a letter, such as order_status.")
+        }
+        return type
+    }
+
     /// Text people read, by the rule of ``VisibleText``: something visible,
     /// no control characters but a body's line breaks and tabs, and at most
     /// `maxLength` code points.

@@ -88,7 +88,12 @@ public struct APIError: Error, HTTPResponseError, Equatable {
                 .forbidden, .forbidden,
                 "Only the owner can change roles; the owner hands ownership over by giving another member the role owner.")
         case .forbidden(.updateConversation):
-            self.init(.forbidden, .forbidden, "Only the owner or an admin can change the title or slow mode.")
+            self.init(
+                .forbidden, .forbidden,
+                "Only the owner or an admin can change the title, description, data or slow mode.")
+        case .forbidden(.setMemberData):
+            self.init(
+                .forbidden, .forbidden, "A member sets their own membership's data; the owner or an admin anyone's.")
         case .forbidden(.ownerMustHandOver):
             self.init(
                 .forbidden, .forbidden,
