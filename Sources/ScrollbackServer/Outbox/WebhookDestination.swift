@@ -56,6 +56,8 @@ struct OutboxEventData: Sendable {
     var messages: [Int64: Message] = [:]
     var conversation: ConversationEventData?
     var reports: [UUID: ReportEventData] = [:]
+    /// The data of the members that `member.updated` events name.
+    var memberData: [String: CustomData] = [:]
 
     static func load(for events: [OutboxEvent], from store: ScrollbackStore) async throws -> OutboxEventData {
         guard let first = events.first else { return OutboxEventData() }
@@ -67,6 +69,10 @@ struct OutboxEventData: Sendable {
         }
         let reports = events.filter { $0.type == "report.created" }.compactMap { $0.subject.flatMap(UUID.init(uuidString:)) }
         if !reports.isEmpty { data.reports = try await store.reportsForEvents(reports) }
+        let updated = events.filter { $0.type == "member.updated" }.compactMap(\.user)
+        if !updated.isEmpty {
+            data.memberData = try await store.memberData(in: first.conversationID, of: Array(Set(updated)))
+        }
         return data
     }
 
@@ -90,7 +96,9 @@ struct OutboxEventData: Sendable {
             payload = .member(MemberEventData(userId: event.user?.rawValue ?? ""))
         case .memberUpdated:
             payload = .member(
-                MemberEventData(userId: event.user?.rawValue ?? "", role: event.subject.flatMap(MemberRole.init(rawValue:))))
+                MemberEventData(
+                    userId: event.user?.rawValue ?? "", role: event.subject.flatMap(MemberRole.init(rawValue:)),
+                    data: event.user.flatMap { memberData[$0.rawValue] }))
         case .reportCreated:
             guard let id = event.subject.flatMap(UUID.init(uuidString:)), let report = reports[id] else {
                 throw Missing(description: "the report of event \(event.event) is not stored")
