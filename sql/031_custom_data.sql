@@ -243,3 +243,40 @@ LANGUAGE sql AS $$
     FROM store_sends(conversation_ids, senders, bodies, client_ids, reply_tos, attachment_ids, attachment_sends,
                      participants_shown, exempt_roles, '{}'::jsonb[], '{}'::text[]) s
 $$;
+
+-- `member.updated` (018) also when a member's data changed: the event
+-- carries the member's role and, read when it is delivered, their data.
+CREATE OR REPLACE FUNCTION outbox_members_changed() RETURNS trigger LANGUAGE plpgsql
+-- The outbox of the schema the trigger fires in, whatever the writer's search_path.
+SET search_path FROM CURRENT AS $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM outbox_sinks) THEN
+        IF TG_OP = 'INSERT' THEN
+            INSERT INTO outbox (event, sink, type, conversation_id, user_id)
+            SELECT e.event, s.name, 'member.added', e.conversation_id, e.user_id
+            FROM (SELECT nextval('outbox_events') AS event, n.conversation_id, n.user_id
+                  FROM (SELECT * FROM new_rows ORDER BY conversation_id, user_id) n OFFSET 0) e
+            CROSS JOIN outbox_sinks s ORDER BY e.event, s.name;
+        ELSIF TG_OP = 'DELETE' THEN
+            INSERT INTO outbox (event, sink, type, conversation_id, user_id)
+            SELECT e.event, s.name, 'member.removed', e.conversation_id, e.user_id
+            FROM (SELECT nextval('outbox_events') AS event, o.conversation_id, o.user_id
+                  FROM (SELECT * FROM old_rows ORDER BY conversation_id, user_id) o OFFSET 0) e
+            CROSS JOIN outbox_sinks s ORDER BY e.event, s.name;
+        ELSE
+            INSERT INTO outbox (event, sink, type, conversation_id, seq, user_id, subject)
+            SELECT e.event, s.name, e.type, e.conversation_id, e.read_seq, e.user_id, e.subject
+            FROM (SELECT nextval('outbox_events') AS event, c.*
+                  FROM (SELECT 'read.moved' AS type, n.conversation_id, n.user_id, n.read_seq, NULL::text AS subject
+                        FROM new_rows n JOIN old_rows o USING (conversation_id, user_id)
+                        WHERE n.read_seq > o.read_seq
+                        UNION ALL
+                        SELECT 'member.updated', n.conversation_id, n.user_id, NULL, n.role
+                        FROM new_rows n JOIN old_rows o USING (conversation_id, user_id)
+                        WHERE n.role <> o.role OR n.data IS DISTINCT FROM o.data
+                        ORDER BY conversation_id, user_id, type DESC) c OFFSET 0) e
+            CROSS JOIN outbox_sinks s ORDER BY e.event, s.name;
+        END IF;
+    END IF;
+    RETURN NULL;
+END $$;

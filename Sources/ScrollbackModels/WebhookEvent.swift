@@ -115,17 +115,22 @@ public struct MemberEventData: Codable, Sendable, Equatable {
         case userId = "user_id"
         case readSeq = "read_seq"
         case role
+        case data
     }
 
     public var userId: String
     public var readSeq: Int64?
     /// `member.updated`: the member's new role.
     public var role: MemberRole?
+    /// `member.updated`: the member's data as stored when the event is
+    /// delivered; absent when none.
+    public var data: CustomData?
 
-    public init(userId: String, readSeq: Int64? = nil, role: MemberRole? = nil) {
+    public init(userId: String, readSeq: Int64? = nil, role: MemberRole? = nil, data: CustomData? = nil) {
         self.userId = userId
         self.readSeq = readSeq
         self.role = role
+        self.data = data
     }
 }
 

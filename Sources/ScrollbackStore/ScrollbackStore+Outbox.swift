@@ -303,6 +303,23 @@ extension ScrollbackStore {
         return messages
     }
 
+    /// The data of `users`' memberships of conversation `id`, as
+    /// `member.updated` events carry it (members without data are absent).
+    public func memberData(in id: UUID, of users: [UserID]) async throws -> [String: CustomData] {
+        let rows = try await rows(
+            """
+            SELECT user_id, data FROM members
+            WHERE conversation_id = \(id) AND user_id = ANY(\(users.map(\.rawValue))::text[]) AND data IS NOT NULL
+            """,
+            writes: false, as: .outbox)
+        var data: [String: CustomData] = [:]
+        for row in rows {
+            let (user, json) = try row.decode((String, String).self)
+            data[user] = try Self.storedData(json)
+        }
+        return data
+    }
+
     /// Conversation `id` as a `conversation.created` event carries it: its
     /// creator, title, description, data and members as stored now; nil
     /// when there is none.

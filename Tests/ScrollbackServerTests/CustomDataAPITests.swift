@@ -253,7 +253,11 @@ import Testing
                 .post, "/v1/conversations/\(conversation.id)/messages", as: "alice",
                 json: SendMessageRequest(body: "shipped", data: data, type: "order_status"))
             #expect(sent.status == .created)
-            let deliveries = try await receiver.wait("four events") { $0.count >= 4 }
+            let memberData = try CustomData(["seat": .integer(7)])
+            let patched = try await server.request(
+                .patch, "/v1/conversations/\(conversation.id)/members/bob", as: "bob", rawBody: #"{"data": {"seat": 7}}"#)
+            #expect(patched.status == .ok)
+            let deliveries = try await receiver.wait("five events") { $0.count >= 5 }
             let events = try deliveries.map { try $0.event }
             let created = events.compactMap { event -> ConversationEventData? in
                 if case .conversation(let conversation) = event.data { conversation } else { nil }
@@ -263,6 +267,10 @@ import Testing
                 if case .message(let message) = event.data { message } else { nil }
             }
             #expect(messages.map(\.data) == [data] && messages.map(\.type) == ["order_status"])
+            let updated = events.filter { $0.type == .memberUpdated }.compactMap { event -> MemberEventData? in
+                if case .member(let member) = event.data { member } else { nil }
+            }
+            #expect(updated == [MemberEventData(userId: "bob", role: .member, data: memberData)])
         }
     }
 

@@ -22,7 +22,7 @@ struct LiveMetrics: Sendable {
     /// `presence` (users whose presence may have changed).
     static let notificationKinds = [
         "message", "read", "member_added", "member_removed", "member_updated", "typing", "presence", "blocks",
-        "erased",
+        "erased", "profile",
     ]
 
     init(factory: any MetricsFactory) {

@@ -57,6 +57,8 @@ struct OutboxEventData: Sendable {
     var conversation: ConversationEventData?
     var reports: [UUID: ReportEventData] = [:]
     var users = ProfileSet()
+    /// The data of the members that `member.updated` events name.
+    var memberData: [String: CustomData] = [:]
 
     static func load(for events: [OutboxEvent], from store: ScrollbackStore) async throws -> OutboxEventData {
         guard let first = events.first else { return OutboxEventData() }
@@ -70,6 +72,10 @@ struct OutboxEventData: Sendable {
         if !reports.isEmpty { data.reports = try await store.reportsForEvents(reports) }
         let users = events.filter { $0.type == "user.updated" }.compactMap(\.user)
         if !users.isEmpty { data.users = try await store.profiles(named: Set(users)) }
+        let updated = events.filter { $0.type == "member.updated" }.compactMap(\.user)
+        if !updated.isEmpty {
+            data.memberData = try await store.memberData(in: first.conversationID, of: Array(Set(updated)))
+        }
         return data
     }
 
@@ -93,7 +99,9 @@ struct OutboxEventData: Sendable {
             payload = .member(MemberEventData(userId: event.user?.rawValue ?? ""))
         case .memberUpdated:
             payload = .member(
-                MemberEventData(userId: event.user?.rawValue ?? "", role: event.subject.flatMap(MemberRole.init(rawValue:))))
+                MemberEventData(
+                    userId: event.user?.rawValue ?? "", role: event.subject.flatMap(MemberRole.init(rawValue:)),
+                    data: event.user.flatMap { memberData[$0.rawValue] }))
         case .reportCreated:
             guard let id = event.subject.flatMap(UUID.init(uuidString:)), let report = reports[id] else {
                 throw Missing(description: "the report of event \(event.event) is not stored")
