@@ -62,7 +62,7 @@ import Testing
             #expect(defaulted.messages.count == 12)
             let raw = try await server.request(.get, "/v1/conversations/\(conversation.id)/messages?limit=1", as: "alice")
             let object = try #require(try JSONSerialization.jsonObject(with: raw.body) as? [String: Any])
-            #expect(Set(object.keys) == ["messages", "has_older", "has_newer", "last_seq", "version", "first_seq"])
+            #expect(Set(object.keys) == ["messages", "users", "has_older", "has_newer", "last_seq", "version", "first_seq"])
         }
     }
 }
