@@ -15,7 +15,10 @@ import Foundation
 /// - `reaction`: `conversation_id`, `message_external_id`, `user_id`, `emoji`,
 ///   optional `created_at`;
 /// - `read_marker`: `conversation_id`, `user_id`, `message_external_id` (the
-///   last message they read).
+///   last message they read);
+/// - `user`: `user_id`, optional `display_name`, `avatar` (an https image
+///   URL with its size) and `data`: the user's profile, as a whole (as the
+///   operator's `PUT /v1/admin/users/{id}/profile` sets it).
 public struct ImportLine: Codable, Sendable, Equatable {
     enum CodingKeys: String, CodingKey {
         case type
@@ -35,6 +38,8 @@ public struct ImportLine: Codable, Sendable, Equatable {
         case description
         case data
         case messageType = "message_type"
+        case displayName = "display_name"
+        case avatar
     }
 
     public var type: String?
@@ -57,6 +62,10 @@ public struct ImportLine: Codable, Sendable, Equatable {
     public var data: CustomData?
     /// A message's app-defined `type` (this line's own `type` is `message`).
     public var messageType: String?
+    /// A user's display name.
+    public var displayName: String?
+    /// A user's avatar.
+    public var avatar: ProfileImage?
 
     public init(type: String) {
         self.type = type
@@ -100,6 +109,17 @@ public struct ImportLine: Codable, Sendable, Equatable {
         return line
     }
 
+    public static func user(_ user: String, displayName: String?, avatar: ProfileImage? = nil, data: CustomData? = nil)
+        -> ImportLine
+    {
+        var line = ImportLine(type: "user")
+        line.userId = user
+        line.displayName = displayName
+        line.avatar = avatar
+        line.data = data
+        return line
+    }
+
     public static func readMarker(_ user: String, at externalId: String, in conversation: UUID) -> ImportLine {
         var line = ImportLine(type: "read_marker")
         line.conversationId = conversation.uuidString.lowercased()
@@ -132,6 +152,7 @@ public struct ImportReport: Codable, Sendable, Equatable {
         case messages
         case reactions
         case readMarkers = "read_markers"
+        case users
         case alreadyImported = "already_imported"
         case problems
         case problemCount = "problem_count"
@@ -146,6 +167,8 @@ public struct ImportReport: Codable, Sendable, Equatable {
     public var messages: Int
     public var reactions: Int
     public var readMarkers: Int
+    /// Profiles changed (`user` lines; one set again as it was is not counted).
+    public var users: Int
     /// Conversations whose messages were imported before from the same
     /// lines: left as they are.
     public var alreadyImported: Int
@@ -156,7 +179,8 @@ public struct ImportReport: Codable, Sendable, Equatable {
 
     public init(
         dryRun: Bool, lines: Int, conversations: Int = 0, members: Int = 0, messages: Int = 0, reactions: Int = 0,
-        readMarkers: Int = 0, alreadyImported: Int = 0, problems: [ImportProblem] = [], problemCount: Int = 0
+        readMarkers: Int = 0, users: Int = 0, alreadyImported: Int = 0, problems: [ImportProblem] = [],
+        problemCount: Int = 0
     ) {
         self.dryRun = dryRun
         self.lines = lines
@@ -165,8 +189,25 @@ public struct ImportReport: Codable, Sendable, Equatable {
         self.messages = messages
         self.reactions = reactions
         self.readMarkers = readMarkers
+        self.users = users
         self.alreadyImported = alreadyImported
         self.problems = problems
         self.problemCount = problemCount
+    }
+
+    /// `users` may be absent (servers before profiles were imported): 0.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        dryRun = try container.decode(Bool.self, forKey: .dryRun)
+        lines = try container.decode(Int.self, forKey: .lines)
+        conversations = try container.decode(Int.self, forKey: .conversations)
+        members = try container.decode(Int.self, forKey: .members)
+        messages = try container.decode(Int.self, forKey: .messages)
+        reactions = try container.decode(Int.self, forKey: .reactions)
+        readMarkers = try container.decode(Int.self, forKey: .readMarkers)
+        users = try container.decodeIfPresent(Int.self, forKey: .users) ?? 0
+        alreadyImported = try container.decode(Int.self, forKey: .alreadyImported)
+        problems = try container.decode([ImportProblem].self, forKey: .problems)
+        problemCount = try container.decode(Int.self, forKey: .problemCount)
     }
 }

@@ -184,7 +184,8 @@ public struct SendMessageRequest: Codable, Sendable, Equatable {
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        body = try container.decodeIfPresent(String.self, forKey: .body) ?? ""
+        // Left out: none (a message of attachments or data); null is no string.
+        body = container.contains(.body) ? try container.decode(String.self, forKey: .body) : ""
         clientId = try container.decodeIfPresent(String.self, forKey: .clientId)
         replyTo = try container.decodeIfPresent(Int64.self, forKey: .replyTo)
         attachments = try container.decodeIfPresent([UUID].self, forKey: .attachments)
@@ -304,7 +305,8 @@ public struct EditMessageRequest: Codable, Sendable, Equatable {
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        body = try container.decodeIfPresent(String.self, forKey: .body)
+        // Left out: unchanged; null is no string (a body cannot be removed).
+        body = container.contains(.body) ? try container.decode(String.self, forKey: .body) : nil
         data = container.contains(.data) ? .some(try container.decodeIfPresent(CustomData.self, forKey: .data)) : nil
     }
 

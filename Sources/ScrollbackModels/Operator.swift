@@ -313,6 +313,7 @@ public struct ExportedUser: Codable, Sendable, Equatable {
         case lastSeenAt = "last_seen_at"
         case displayName = "display_name"
         case avatar
+        case data
         case providerName = "provider_name"
         case providerPicture = "provider_picture"
     }
@@ -326,19 +327,22 @@ public struct ExportedUser: Codable, Sendable, Equatable {
     /// The profile as set by the user or the operator.
     public var displayName: String?
     public var avatar: ProfileImage?
+    /// The app's own data about the user.
+    public var data: CustomData?
     /// The identity provider's `name` and `picture` claims, as last taken from a token.
     public var providerName: String?
     public var providerPicture: String?
 
     public init(
         id: String, createdAt: Date?, lastSeenAt: Date?, displayName: String? = nil, avatar: ProfileImage? = nil,
-        providerName: String? = nil, providerPicture: String? = nil
+        data: CustomData? = nil, providerName: String? = nil, providerPicture: String? = nil
     ) {
         self.id = id
         self.createdAt = createdAt
         self.lastSeenAt = lastSeenAt
         self.displayName = displayName
         self.avatar = avatar
+        self.data = data
         self.providerName = providerName
         self.providerPicture = providerPicture
     }
@@ -350,6 +354,7 @@ public struct ExportedUser: Codable, Sendable, Equatable {
         try container.encode(lastSeenAt, forKey: .lastSeenAt)
         try container.encode(displayName, forKey: .displayName)
         try container.encode(avatar, forKey: .avatar)
+        try container.encode(data, forKey: .data)
         try container.encode(providerName, forKey: .providerName)
         try container.encode(providerPicture, forKey: .providerPicture)
     }

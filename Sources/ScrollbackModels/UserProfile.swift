@@ -7,26 +7,43 @@ import Foundation
 /// `display_name` and `avatar` are what the user or the operator set or,
 /// while they set nothing, the `name` and `picture` claims of the user's
 /// identity provider; null when there is neither (a client shows the id,
-/// and initials). `version` moves on every change: of two answers about
-/// one user, the one with the higher version is the newer.
+/// and initials). `data` is the app's own JSON object about the user
+/// (``CustomData``), never read by the server. `version` moves on every
+/// change: of two answers about one user, the one with the higher version
+/// is the newer.
 public struct UserProfile: Codable, Sendable, Hashable {
     enum CodingKeys: String, CodingKey {
         case id
         case displayName = "display_name"
         case avatar
+        case data
         case version
     }
 
     public var id: String
     public var displayName: String?
     public var avatar: ProfileImage?
+    public var data: CustomData?
     public var version: Int64
 
-    public init(id: String, displayName: String? = nil, avatar: ProfileImage? = nil, version: Int64 = 0) {
+    public init(
+        id: String, displayName: String? = nil, avatar: ProfileImage? = nil, data: CustomData? = nil,
+        version: Int64 = 0
+    ) {
         self.id = id
         self.displayName = displayName
         self.avatar = avatar
+        self.data = data
         self.version = version
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        id = try container.decode(String.self, forKey: .id)
+        displayName = try container.decodeIfPresent(String.self, forKey: .displayName)
+        avatar = try container.decodeIfPresent(ProfileImage.self, forKey: .avatar)
+        data = try container.decodeIfPresent(CustomData.self, forKey: .data)
+        version = try container.decode(Int64.self, forKey: .version)
     }
 
     /// The profile of a user no one has described: their id, nothing else.
@@ -37,6 +54,7 @@ public struct UserProfile: Codable, Sendable, Hashable {
         try container.encode(id, forKey: .id)
         try container.encode(displayName, forKey: .displayName)
         try container.encode(avatar, forKey: .avatar)
+        try container.encode(data, forKey: .data)
         try container.encode(version, forKey: .version)
     }
 }
@@ -88,6 +106,8 @@ extension UserProfile: JSONWritable {
         writer.beginObject()
         writer.key("avatar")
         if let avatar { avatar.write(to: &writer) } else { writer.null() }
+        writer.key("data")
+        if let data { data.write(to: &writer) } else { writer.null() }
         writer.key("display_name")
         writer.string(displayName)
         writer.key("id")
@@ -151,26 +171,34 @@ extension ProfileSet: JSONWritable {
 
 /// `PATCH /v1/users/me`: each field left out stays as it is; `null` clears
 /// it (the identity provider's claim shows again, when there is one).
-/// An avatar is set by the operator (`PUT /v1/admin/users/{id}/profile`);
-/// a user may clear theirs.
+/// An avatar is uploaded (`PUT /v1/users/me/avatar`) or set by the
+/// operator (`PUT /v1/admin/users/{id}/profile`); a user may clear theirs
+/// here.
 public struct UpdateProfileRequest: Decodable, Sendable, Equatable {
     enum CodingKeys: String, CodingKey {
         case displayName = "display_name"
         case avatar
+        case data
     }
 
     public var displayName: FieldChange<String>
     public var avatar: FieldChange<ProfileImage>
+    public var data: FieldChange<CustomData>
 
-    public init(displayName: FieldChange<String> = .unchanged, avatar: FieldChange<ProfileImage> = .unchanged) {
+    public init(
+        displayName: FieldChange<String> = .unchanged, avatar: FieldChange<ProfileImage> = .unchanged,
+        data: FieldChange<CustomData> = .unchanged
+    ) {
         self.displayName = displayName
         self.avatar = avatar
+        self.data = data
     }
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         displayName = try FieldChange(container, .displayName)
         avatar = try FieldChange(container, .avatar)
+        data = try FieldChange(container, .data)
     }
 }
 
@@ -179,6 +207,7 @@ extension UpdateProfileRequest: Encodable {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try displayName.encode(into: &container, .displayName)
         try avatar.encode(into: &container, .avatar)
+        try data.encode(into: &container, .data)
     }
 }
 
@@ -188,14 +217,17 @@ public struct SetProfileRequest: Codable, Sendable, Equatable {
     enum CodingKeys: String, CodingKey {
         case displayName = "display_name"
         case avatar
+        case data
     }
 
     public var displayName: String?
     public var avatar: ProfileImage?
+    public var data: CustomData?
 
-    public init(displayName: String? = nil, avatar: ProfileImage? = nil) {
+    public init(displayName: String? = nil, avatar: ProfileImage? = nil, data: CustomData? = nil) {
         self.displayName = displayName
         self.avatar = avatar
+        self.data = data
     }
 }
 

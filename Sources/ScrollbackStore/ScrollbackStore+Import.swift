@@ -15,6 +15,8 @@ public struct ImportEntry: Sendable {
             data: CustomData? = nil, type: String? = nil)
         case reaction(conversation: UUID, messageExternalID: String, user: UserID, emoji: String, createdAt: Date?)
         case readMarker(conversation: UUID, user: UserID, messageExternalID: String)
+        /// A profile as a whole (the operator's `setProfile`).
+        case user(id: UserID, displayName: String?, avatar: ProfileImage?, data: CustomData?)
     }
 
     /// 1 for the first line.
@@ -40,8 +42,10 @@ public struct ImportEntry: Sendable {
 /// seqs of their conversation in the order of their lines, which must be
 /// `created_at` order; a conversation must have no messages, unless they
 /// are exactly those of the file's lines (imported before: left as they
-/// are, so importing a file twice changes nothing). The import pushes to
-/// no device and fires no webhook (`scrollback.import`, sql/021).
+/// are, so importing a file twice changes nothing). Profiles (`user`
+/// lines) are set as a whole; one set again as it is stays at its version.
+/// The import pushes to no device and fires no webhook (`scrollback.import`,
+/// sql/021); open sockets are told of the profiles it changed.
 extension ScrollbackStore {
     /// Lines staged per statement.
     static let importBatch = 2_000
@@ -98,7 +102,9 @@ extension ScrollbackStore {
                 emoji           text,
                 description     text,
                 data            jsonb,
-                message_type    text
+                message_type    text,
+                avatar          jsonb,
+                words           text[]
             ) ON COMMIT DROP
             """,
         ] {
@@ -160,6 +166,8 @@ extension ScrollbackStore {
         report.reactions = try await count(ImportSQL.reactions)
         try await connection.query(ImportSQL.reactionSums, logger: logger)
         report.readMarkers = try await count(ImportSQL.readMarkers)
+        report.users = try await count(ImportSQL.profiles)
+        try await connection.query(ImportSQL.profileWords, logger: logger)
         return (report, moved)
     }
 }
@@ -179,12 +187,14 @@ private struct StagedLines {
     var descriptions: [String] = []
     var datas: [String] = []
     var messageTypes: [String] = []
+    var avatars: [String] = []
+    var words: [String] = []
 
     /// Arrays cannot hold NULL here: an empty string stands for it.
     mutating func append(_ line: Int, _ record: ImportEntry.Record) {
         var (kind, conversation, user, role, title, externalID, body, time, emoji) =
             ("", UUID(), "", "", "", "", "", "", "")
-        var (description, data, messageType) = ("", "", "")
+        var (description, data, messageType, avatar, nameWords) = ("", "", "", "", "")
         func stamp(_ date: Date?) -> String { date.map(ScrollbackJSON.formatTimestamp) ?? "" }
         switch record {
         case .conversation(let id, let createdBy, let text, let createdAt, let about, let own):
@@ -199,6 +209,11 @@ private struct StagedLines {
             (kind, conversation, externalID, user, emoji, time) = ("reaction", id, external, reactor.rawValue, kindOf, stamp(createdAt))
         case .readMarker(let id, let reader, let external):
             (kind, conversation, user, externalID) = ("read_marker", id, reader.rawValue, external)
+        case .user(let id, let name, let image, let own):
+            (kind, conversation, user, title, data) = ("user", ImportSQL.noConversation, id.rawValue, name ?? "", own?.json ?? "")
+            avatar = image.flatMap { try? ScrollbackStore.avatarEncoder.encode($0) }.map { String(decoding: $0, as: UTF8.self) } ?? ""
+            // Words hold no newline: `ProfileWords` splits at it.
+            nameWords = (name.map(ProfileWords.words(of:)) ?? []).joined(separator: "\n")
         }
         lines.append(Int32(line))
         kinds.append(kind)
@@ -213,23 +228,30 @@ private struct StagedLines {
         descriptions.append(description)
         datas.append(data)
         messageTypes.append(messageType)
+        avatars.append(avatar)
+        words.append(nameWords)
     }
 
     var insert: PostgresQuery {
         """
         INSERT INTO import_lines
         SELECT l, k, c, NULLIF(u, ''), NULLIF(r, ''), NULLIF(ti, ''), NULLIF(x, ''), NULLIF(b, ''),
-               NULLIF(t, '')::timestamptz, NULLIF(e, ''), NULLIF(de, ''), NULLIF(da, '')::jsonb, NULLIF(mt, '')
+               NULLIF(t, '')::timestamptz, NULLIF(e, ''), NULLIF(de, ''), NULLIF(da, '')::jsonb, NULLIF(mt, ''),
+               NULLIF(av, '')::jsonb, CASE WHEN k = 'user' THEN string_to_array(NULLIF(w, ''), E'\\n') END
         FROM unnest(\(lines)::int4[], \(kinds)::text[], \(conversations)::uuid[], \(users)::text[], \(roles)::text[],
                     \(titles)::text[], \(externalIDs)::text[], \(bodies)::text[], \(times)::text[], \(emojis)::text[],
-                    \(descriptions)::text[], \(datas)::text[], \(messageTypes)::text[])
-             AS s (l, k, c, u, r, ti, x, b, t, e, de, da, mt)
+                    \(descriptions)::text[], \(datas)::text[], \(messageTypes)::text[], \(avatars)::text[],
+                    \(words)::text[])
+             AS s (l, k, c, u, r, ti, x, b, t, e, de, da, mt, av, w)
         """
     }
 }
 
 /// The statements of an import, on `import_lines`.
 enum ImportSQL {
+    /// The conversation of a line that names none (`user`).
+    static let noConversation = UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
+
     /// Every problem the lines have together, with its line: references to
     /// conversations, members and messages the file does not declare and
     /// the database does not have, `created_at` going back, an
@@ -282,7 +304,7 @@ enum ImportSQL {
             SELECT l.line, 'conversation ' || l.conversation_id
                    || ' is neither declared by a "conversation" line nor stored' AS problem
             FROM import_lines l
-            WHERE l.kind <> 'conversation' AND l.conversation_id NOT IN (SELECT id FROM known)
+            WHERE l.kind NOT IN ('conversation', 'user') AND l.conversation_id NOT IN (SELECT id FROM known)
             UNION ALL
             SELECT l.line, l.user_id || ' is not a member of conversation ' || l.conversation_id
                    || ': add a "member" line for them'
@@ -352,6 +374,16 @@ enum ImportSQL {
             INSERT INTO users (id)
             SELECT DISTINCT user_id FROM import_lines WHERE user_id IS NOT NULL
             ON CONFLICT (id) DO NOTHING
+            RETURNING id
+        ), id_words AS (
+            -- The search words of the new users' ids, folded as sql/030 folds them.
+            INSERT INTO user_words (user_id, source, word)
+            SELECT DISTINCT u.id, 'i', left(w.word, 100)
+            FROM users u
+            CROSS JOIN LATERAL unnest(array_prepend(lower(u.id), regexp_split_to_array(lower(u.id), '[^a-z0-9]+')))
+                AS w (word)
+            WHERE w.word <> ''
+            ON CONFLICT DO NOTHING
         ), created AS (
             INSERT INTO conversations (id, title, created_by, created_at, description, data)
             SELECT DISTINCT ON (conversation_id) conversation_id, title, user_id, COALESCE(created_at, now()),
@@ -459,5 +491,44 @@ enum ImportSQL {
             RETURNING me.user_id
         )
         SELECT count(*) FROM moved
+        """
+
+    /// The profiles of `user` lines (the last line of a user wins), each
+    /// that changed at the next version, every instance told; answers how
+    /// many changed.
+    static let profiles: PostgresQuery = """
+        WITH given AS (
+            SELECT DISTINCT ON (user_id) user_id, title AS display_name, avatar, data
+            FROM import_lines WHERE kind = 'user' ORDER BY user_id, line DESC
+        ), changed AS (
+            UPDATE users u
+            SET display_name = g.display_name, avatar = g.avatar, data = g.data,
+                profile_version = nextval('profile_versions')
+            FROM given g
+            WHERE u.id = g.user_id
+              AND (u.display_name, u.avatar, u.data) IS DISTINCT FROM (g.display_name, g.avatar, g.data)
+            RETURNING u.id, \(unescaped: FeedEvent.notify("n", "u.id"))
+        )
+        SELECT count(*) FROM changed
+        """
+
+    /// The search words of the names of `user` lines (the last line of a
+    /// user wins): those of a name the user shows.
+    static let profileWords: PostgresQuery = """
+        WITH given AS (
+            SELECT DISTINCT ON (l.user_id) l.user_id, l.words, l.title
+            FROM import_lines l WHERE l.kind = 'user' ORDER BY l.user_id, l.line DESC
+        ), shown AS (
+            -- A user without a name of their own shows the identity provider's
+            -- (whose words stay); one with neither shows no name.
+            SELECT g.user_id, COALESCE(g.words, '{}') AS words FROM given g JOIN users u ON u.id = g.user_id
+            WHERE g.title IS NOT NULL OR u.token_name IS NULL
+        ), dropped AS (
+            DELETE FROM user_words w USING shown s
+            WHERE w.user_id = s.user_id AND w.source = 'n' AND w.word <> ALL(s.words)
+        )
+        INSERT INTO user_words (user_id, source, word)
+        SELECT s.user_id, 'n', x FROM shown s, unnest(s.words) AS x
+        ON CONFLICT DO NOTHING
         """
 }

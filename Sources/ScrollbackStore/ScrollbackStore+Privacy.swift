@@ -80,14 +80,13 @@ extension ScrollbackStore {
             writes: false, as: .privacy)
         var exported = ExportedUser(id: user.rawValue, createdAt: nil, lastSeenAt: nil)
         if let row = found.first {
-            let (id, name, avatar, tokenName, tokenPicture, version, createdAt, lastSeen) = try row.decode(
-                (String, String?, String?, String?, String?, Int64, Date?, Date?).self)
-            let profile = try Self.storedProfile(
-                id: UserID(rawValue: id), displayName: name, avatar: avatar, tokenName: tokenName,
-                tokenPicture: tokenPicture, version: version)
+            let (id, name, avatar, tokenName, tokenPicture, version, data, createdAt, lastSeen) = try row.decode(
+                (String, String?, String?, String?, String?, Int64, String?, Date?, Date?).self)
+            let profile = try Self.storedProfile(id: id, (name, avatar, tokenName, tokenPicture, version, data))
             exported = ExportedUser(
                 id: user.rawValue, createdAt: createdAt, lastSeenAt: lastSeen, displayName: profile.displayName,
-                avatar: profile.avatar, providerName: profile.token.name, providerPicture: profile.token.picture)
+                avatar: profile.avatar, data: profile.data, providerName: profile.token.name,
+                providerPicture: profile.token.picture)
         }
         try await emit(.user(exported))
         let readers = MessageRow.readers(user)

@@ -22,6 +22,7 @@ public struct StoredProfile: Sendable, Equatable {
     public var id: UserID
     public var displayName: String?
     public var avatar: ProfileImage?
+    public var data: CustomData?
     public var token = TokenProfile()
     public var version: Int64 = 0
 
@@ -29,7 +30,7 @@ public struct StoredProfile: Sendable, Equatable {
     public var shown: UserProfile {
         UserProfile(
             id: id.rawValue, displayName: displayName ?? token.name,
-            avatar: avatar ?? token.picture.map { ProfileImage(url: $0) }, version: version)
+            avatar: avatar ?? token.picture.map { ProfileImage(url: $0) }, data: data, version: version)
     }
 }
 
@@ -39,7 +40,7 @@ public struct StoredProfile: Sendable, Equatable {
 extension ScrollbackStore {
     /// The columns of a profile under alias `u` (a LEFT JOIN may find none).
     static let profileColumns =
-        "u.display_name, u.avatar::text, u.token_name, u.token_picture, COALESCE(u.profile_version, 0)"
+        "u.display_name, u.avatar::text, u.token_name, u.token_picture, COALESCE(u.profile_version, 0), u.data::text"
 
     /// SQL of "`user` shares a conversation with `viewer`" (both SQL expressions).
     static func sharesConversation(_ user: String, with viewer: String) -> String {
@@ -50,14 +51,15 @@ extension ScrollbackStore {
     }
 
     private static let avatarDecoder = JSONDecoder()
-    private static let avatarEncoder: JSONEncoder = {
+    static let avatarEncoder: JSONEncoder = {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         return encoder
     }()
 
     static func storedProfile(
-        id: UserID, displayName: String?, avatar: String?, tokenName: String?, tokenPicture: String?, version: Int64
+        id: UserID, displayName: String?, avatar: String?, tokenName: String?, tokenPicture: String?, version: Int64,
+        data: String?
     ) throws -> StoredProfile {
         var image: ProfileImage?
         if let avatar {
@@ -66,18 +68,30 @@ extension ScrollbackStore {
             }
             image = decoded
         }
+        var custom: CustomData?
+        if let data {
+            guard let decoded = try? CustomData(json: Data(data.utf8)) else { throw MalformedRow() }
+            custom = decoded
+        }
         return StoredProfile(
-            id: id, displayName: displayName, avatar: image, token: TokenProfile(name: tokenName, picture: tokenPicture),
-            version: version)
+            id: id, displayName: displayName, avatar: image, data: custom,
+            token: TokenProfile(name: tokenName, picture: tokenPicture), version: version)
+    }
+
+    /// The columns of `profileColumns`, as decoded.
+    typealias ProfileColumns = (String?, String?, String?, String?, Int64, String?)
+
+    static func storedProfile(id: String, _ columns: ProfileColumns) throws -> StoredProfile {
+        try storedProfile(
+            id: UserID(rawValue: id), displayName: columns.0, avatar: columns.1, tokenName: columns.2,
+            tokenPicture: columns.3, version: columns.4, data: columns.5)
     }
 
     /// Decodes `id` then `profileColumns`.
     static func profile(in row: PostgresRow) throws -> StoredProfile {
-        let (id, name, avatar, tokenName, tokenPicture, version) = try row.decode(
-            (String, String?, String?, String?, String?, Int64).self)
-        return try storedProfile(
-            id: UserID(rawValue: id), displayName: name, avatar: avatar, tokenName: tokenName,
-            tokenPicture: tokenPicture, version: version)
+        let (id, name, avatar, tokenName, tokenPicture, version, data) = try row.decode(
+            (String, String?, String?, String?, String?, Int64, String?).self)
+        return try storedProfile(id: id, (name, avatar, tokenName, tokenPicture, version, data))
     }
 
     // MARK: Reading
@@ -163,11 +177,9 @@ extension ScrollbackStore {
         var users: [UserProfile] = []
         var last: UserSearchPosition?
         for row in rows.prefix(limit) {
-            let (id, name, avatar, tokenName, tokenPicture, version, sortName) = try row.decode(
-                (String, String?, String?, String?, String?, Int64, String).self)
-            let profile = try Self.storedProfile(
-                id: UserID(rawValue: id), displayName: name, avatar: avatar, tokenName: tokenName,
-                tokenPicture: tokenPicture, version: version)
+            let (id, name, avatar, tokenName, tokenPicture, version, data, sortName) = try row.decode(
+                (String, String?, String?, String?, String?, Int64, String?, String).self)
+            let profile = try Self.storedProfile(id: id, (name, avatar, tokenName, tokenPicture, version, data))
             users.append(profile.shown)
             last = UserSearchPosition(sortName: sortName, id: profile.id)
         }
@@ -215,6 +227,7 @@ extension ScrollbackStore {
         try await changeProfile(of: user) { stored in
             stored.displayName = change.displayName.applied(to: stored.displayName)
             stored.avatar = change.avatar.applied(to: stored.avatar)
+            stored.data = change.data.applied(to: stored.data)
         }
     }
 
@@ -223,6 +236,7 @@ extension ScrollbackStore {
         try await changeProfile(of: user) { stored in
             stored.displayName = profile.displayName
             stored.avatar = profile.avatar
+            stored.data = profile.data
         }
     }
 
@@ -247,11 +261,12 @@ extension ScrollbackStore {
             var after = before
             change(&after)
             guard after != before else { return before.shown }
-            let shows = after.shown.displayName != before.shown.displayName || after.shown.avatar != before.shown.avatar
+            let shows = after.shown != before.shown
             let avatar = try after.avatar.map { String(decoding: try Self.avatarEncoder.encode($0), as: UTF8.self) }
             let updated = try await connection.query(
                 """
                 UPDATE users SET display_name = \(after.displayName), avatar = \(avatar)::jsonb,
+                    data = \(after.data?.json)::jsonb,
                     token_name = \(after.token.name), token_picture = \(after.token.picture),
                     profile_version = CASE WHEN \(shows) THEN nextval('profile_versions') ELSE profile_version END
                 WHERE id = \(user.rawValue)

@@ -99,7 +99,9 @@ struct Golden: Sendable, CustomTestStringConvertible {
         Golden("user_envelope", UserEnvelope(user: Values.alice)),
         Golden("user_list", UserList(users: [Values.alice, .bare("bob")], nextCursor: "dTphbGljZR9hbGljZQ")),
         Golden("user_list_last_page", UserList(users: [])),
-        Golden("set_profile_request", SetProfileRequest(displayName: "Alice Liddell", avatar: Values.alice.avatar)),
+        Golden(
+            "set_profile_request",
+            SetProfileRequest(displayName: "Alice Liddell", avatar: Values.alice.avatar, data: Values.alice.data)),
         Golden("server_frame_user_updated", ServerFrame.userUpdated(Values.alice)),
         Golden("page_layout_hints", Values.hints),
         Golden("change_set", ChangeSet(messages: [Values.deletedMessage, Values.message], hasMore: true, version: 9)),
@@ -246,7 +248,7 @@ enum Values {
         id: "alice", displayName: "Alice Liddell",
         avatar: ProfileImage(
             url: "https://cdn.example/alice.jpg", width: 256, height: 256, blurhash: "LEHV6nWB2yk8pyo0adR*.7kCMdnj"),
-        version: 7)
+        data: try! CustomData(["plan": .string("pro"), "team": .integer(12)]), version: 7)
     static let page = MessagePage(
         messages: [message, deletedMessage], hasOlder: true, hasNewer: false, lastSeq: 42, version: 44,
         users: ProfileSet([alice, .bare("bob")]))

@@ -17,7 +17,9 @@ import Testing
                 ("body is a number", #"{"body": 5}"#, .badRequest, .invalidField),
                 // A body may be left out only by a message with attachments.
                 ("body missing", #"{"text": "hi"}"#, .unprocessableContent, .invalidMessageBody),
-                ("body null", #"{"body": null}"#, .unprocessableContent, .invalidMessageBody),
+                // Null is not a string, with data or without (openapi.yaml types it so).
+                ("body null", #"{"body": null}"#, .badRequest, .invalidField),
+                ("body null with data", #"{"body": null, "data": {}}"#, .badRequest, .invalidField),
                 ("body missing, no attachments", #"{"attachments": []}"#, .unprocessableContent, .invalidMessageBody),
                 ("client_id wrong type", #"{"body": "hi", "client_id": 7}"#, .badRequest, .invalidField),
                 ("empty text", #"{"body": ""}"#, .unprocessableContent, .invalidMessageBody),

@@ -155,9 +155,15 @@ final class ImportReader: @unchecked Sendable {
                 conversation: try uuid(line.conversationId, "conversation_id"),
                 user: try Validation.userID(try required(line.userId, "user_id"), field: "user_id"),
                 messageExternalID: try external(line.messageExternalId, "message_external_id"))
+        case "user":
+            return .user(
+                id: try Validation.userID(try required(line.userId, "user_id"), field: "user_id"),
+                displayName: try line.displayName.map(Validation.displayName),
+                avatar: try line.avatar.map { try Validation.profileImage($0, field: "avatar") }, data: line.data)
         default:
             throw APIError.unprocessable(
-                .invalidField, "Field `type` must be one of `conversation`, `member`, `message`, `reaction`, `read_marker`.")
+                .invalidField,
+                "Field `type` must be one of `conversation`, `member`, `message`, `reaction`, `read_marker`, `user`.")
         }
     }
 }
