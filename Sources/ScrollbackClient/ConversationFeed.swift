@@ -45,6 +45,9 @@ public final class ConversationFeed: Sendable {
     /// How many messages each page fetch asks for.
     public let pageSize: Int
     let client: ScrollbackClient
+    /// The profiles of the client's users, which name the senders of the
+    /// rows (the client's `profiles`).
+    public var profiles: ProfileCache { client.profiles }
     /// Where the window and the outbox are kept between launches; nil keeps them in memory.
     public let storage: (any FeedStorage)?
     /// The most messages of the window kept in the storage (the newest).

@@ -49,6 +49,21 @@ public protocol InboxStorage: Sendable {
     func inboxRows() throws -> [Conversation]
     /// Replaces the rows kept with `rows`, in one transaction.
     func saveInbox(_ rows: [Conversation]) throws
+    /// The profiles kept with the rows (their last senders, the other
+    /// member of each one-to-one), so a list opened offline names them.
+    func inboxUsers() throws -> ProfileSet
+    /// Replaces the rows kept with `rows` and the profiles kept with them
+    /// with `users`, a profile of a higher version replacing a lower one,
+    /// in one transaction.
+    func saveInbox(_ rows: [Conversation], users: ProfileSet) throws
+}
+
+extension InboxStorage {
+    /// A storage that keeps no profiles: none.
+    public func inboxUsers() throws -> ProfileSet { ProfileSet() }
+
+    /// A storage that keeps no profiles keeps the rows.
+    public func saveInbox(_ rows: [Conversation], users: ProfileSet) throws { try saveInbox(rows) }
 }
 
 /// What a store held of a conversation's window: a `MessagePage` at its
@@ -63,19 +78,27 @@ public struct StoredWindow: Sendable, Equatable {
     public var hasOlder: Bool
     /// How far each member had read, by user id.
     public var readSeqs: [String: Int64]
+    /// The profiles kept with the window (of the users its messages name),
+    /// so a conversation opened offline names its senders.
+    public var users: ProfileSet
 
-    public init(messages: [Message], version: Int64, lastSeq: Int64, hasOlder: Bool, readSeqs: [String: Int64] = [:]) {
+    public init(
+        messages: [Message], version: Int64, lastSeq: Int64, hasOlder: Bool, readSeqs: [String: Int64] = [:],
+        users: ProfileSet = ProfileSet()
+    ) {
         self.messages = messages
         self.version = version
         self.lastSeq = lastSeq
         self.hasOlder = hasOlder
         self.readSeqs = readSeqs
+        self.users = users
     }
 
     /// The window as a page read at its version: a timeline loads it as it
     /// would the server's, and catches up from its version once live.
     public var page: MessagePage {
-        MessagePage(messages: messages, hasOlder: hasOlder, hasNewer: false, lastSeq: lastSeq, version: version)
+        MessagePage(
+            messages: messages, hasOlder: hasOlder, hasNewer: false, lastSeq: lastSeq, version: version, users: users)
     }
 }
 
@@ -96,11 +119,15 @@ public struct WindowChanges: Sendable, Equatable {
     /// Outbox entries the server has stored (their messages are among the
     /// window's now): removed in the same transaction.
     public var acknowledged: [String]
+    /// Profiles of the users `messages` name, to keep with the window: each
+    /// replaces the one held of its user when that is of a lower version.
+    public var users: [UserProfile]
 
     public init(
         conversationId: UUID, messages: [Message], segments: [ClosedRange<Int64>], version: Int64, lastSeq: Int64,
-        hasOlder: Bool, readSeqs: [String: Int64]? = nil, acknowledged: [String] = []
+        hasOlder: Bool, readSeqs: [String: Int64]? = nil, acknowledged: [String] = [], users: [UserProfile] = []
     ) {
+        self.users = users
         self.conversationId = conversationId
         self.messages = messages
         self.segments = segments

@@ -28,6 +28,9 @@ public final class InboxFeed: Sendable {
     public typealias Update = (inbox: Inbox, change: InboxChange)
 
     private let runner: InboxFeedEffects.Runner
+    /// The profiles of the client's users, which name the rows' users
+    /// (the client's `profiles`).
+    public let profiles: ProfileCache
 
     /// A feed of the user of `client`, not started yet; `pageSize` is the
     /// number of conversations a page of the list asks for (nil: the
@@ -40,6 +43,7 @@ public final class InboxFeed: Sendable {
         let state = InboxState(
             storedRows: storedRows, hasStorage: storage != nil, retry: client.retry,
             subscribeTimeout: client.subscribeTimeout)
+        profiles = client.profiles
         let effects = InboxFeedEffects(client: client, storage: storage, pageSize: pageSize)
         runner = InboxFeedEffects.Runner(
             state: state, context: InboxBroadcast(), reduce: InboxReducer.reduce, perform: effects.perform)

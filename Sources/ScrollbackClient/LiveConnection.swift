@@ -26,10 +26,16 @@ actor LiveConnection {
     /// The last socket was closed with 4401 (an expired or revoked token):
     /// the next one asks the provider for a fresh token.
     private var refused = false
+    /// Where the socket's `user_updated` frames go.
+    private let profiles: ProfileCache
 
-    init(url: String, token: @escaping @Sendable (_ refreshing: Bool) async throws -> String) {
+    init(
+        url: String, token: @escaping @Sendable (_ refreshing: Bool) async throws -> String,
+        profiles: ProfileCache = ProfileCache()
+    ) {
         self.url = url
         self.token = token
+        self.profiles = profiles
     }
 
     /// Starts listening to `topic`; what happens to the socket arrives in `inbox`.
@@ -102,6 +108,8 @@ actor LiveConnection {
                 sockets[number]?.send(frame)
             case .tell(let subscriber, let input):
                 inboxes[subscriber]?.yield(input)
+            case .learn(let profile):
+                profiles.learn([profile])
             }
         }
     }

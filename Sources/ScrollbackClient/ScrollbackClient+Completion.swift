@@ -263,6 +263,33 @@ extension ScrollbackClient {
         complete(completion) { () async throws(ScrollbackError) in try await layout(request) }
     }
 
+    @discardableResult
+    public func user(_ id: String, completion: @escaping Completion<UserProfile>) -> Task<Void, Never> {
+        complete(completion) { () async throws(ScrollbackError) in try await user(id) }
+    }
+
+    @discardableResult
+    public func users(_ ids: [String], completion: @escaping Completion<[UserProfile]>) -> Task<Void, Never> {
+        complete(completion) { () async throws(ScrollbackError) in try await users(ids) }
+    }
+
+    @discardableResult
+    public func searchUsers(
+        _ query: String, limit: Int? = nil, cursor: String? = nil, completion: @escaping Completion<UserList>
+    ) -> Task<Void, Never> {
+        complete(completion) { () async throws(ScrollbackError) in try await searchUsers(query, limit: limit, cursor: cursor) }
+    }
+
+    @discardableResult
+    public func updateProfile(
+        displayName: FieldChange<String> = .unchanged, avatar: FieldChange<ProfileImage> = .unchanged,
+        completion: @escaping Completion<UserProfile>
+    ) -> Task<Void, Never> {
+        complete(completion) { () async throws(ScrollbackError) in
+            try await updateProfile(displayName: displayName, avatar: avatar)
+        }
+    }
+
     /// Live events, each handed to `onEvent`; `onEnd` once when the stream
     /// ends (nil: it ended normally, after `memberRemoved` or cancellation).
     @discardableResult

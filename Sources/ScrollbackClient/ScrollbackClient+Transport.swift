@@ -18,7 +18,10 @@ extension ScrollbackClient {
         _ method: HTTPMethod, _ path: String, query: [(String, String?)] = [], body: (some Encodable & Sendable)? = Never?.none
     ) async throws(ScrollbackError) -> Value {
         let reply = try await exchange(method, path, query: query, body: body)
-        return try Self.decode(reply.body)
+        let value: Value = try Self.decode(reply.body)
+        // Every answer that names users fills the cache, whichever call read it.
+        if let named = value as? any NamesUsers { profiles.learn(named.namedProfiles) }
+        return value
     }
 
     /// One request; a non-2xx answer is thrown as its `ScrollbackError`. A

@@ -47,6 +47,10 @@ public struct ScrollbackClient: Sendable {
     /// The one live socket that every stream and feed of this client (and
     /// of its copies) subscribes through.
     let connection: LiveConnection
+    /// The profiles of the users this client (and its copies) has seen,
+    /// kept current by the live socket's `user_updated` frames: every feed
+    /// and model of the client names users from it (see `ProfileCache`).
+    public let profiles: ProfileCache
     /// The waits between retries, ended early when the network comes back.
     let wakeUps = WakeUps()
 
@@ -96,7 +100,9 @@ public struct ScrollbackClient: Sendable {
         self.retry = retry
         self.timeout = timeout
         self.tokens = tokenProvider
-        self.connection = LiveConnection(url: Self.streamURL(base), token: tokenProvider)
+        let profiles = ProfileCache()
+        self.profiles = profiles
+        self.connection = LiveConnection(url: Self.streamURL(base), token: tokenProvider, profiles: profiles)
     }
 
     /// A token for a request (the provider's cached one will do).

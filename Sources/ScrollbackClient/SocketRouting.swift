@@ -17,11 +17,13 @@ enum LiveTopic: Hashable, Sendable {
 /// The rules: a socket is opened when a subscriber asks for one and none is
 /// open or opening, and closed when the last subscriber leaves; a subscriber
 /// that asks while it is open is told at once. Frames are routed by
-/// conversation id (inbox frames to the inbox). A subscriber that gives up
-/// its subscription (not subscribed in time, a fetch that failed) gives up
-/// the socket too only while it is still opening (an upgrade that hangs
-/// hangs for everyone); on an open socket it unsubscribes its topic, unless
-/// another subscriber still listens to it. Two subscribers of one topic
+/// conversation id (inbox frames to the inbox); a user's profile
+/// (`user_updated`, about no single conversation) goes to the client's
+/// profile cache. A subscriber that gives up its subscription (not
+/// subscribed in time, a fetch that failed) gives up the socket too only
+/// while it is still opening (an upgrade that hangs hangs for everyone);
+/// on an open socket it unsubscribes its topic, unless another subscriber
+/// still listens to it. Two subscribers of one topic
 /// share the server's subscription: a later `subscribe` for it resumes no
 /// later than what the socket has carried, so the one already listening
 /// misses nothing (it drops what it sees twice).
@@ -51,6 +53,9 @@ struct SocketRouting: Sendable, Equatable {
         case write(ClientFrame, on: Int)
         /// Hand the subscriber what happened, as the input of its own protocol.
         case tell(Subscriber, LiveProtocol.Input)
+        /// A user's profile changed (`user_updated`): it is the client's,
+        /// not one subscriber's, and goes to its profile cache.
+        case learn(UserProfile)
     }
 
     private enum Socket: Sendable, Equatable {
@@ -235,7 +240,9 @@ struct SocketRouting: Sendable, Equatable {
             .inboxResyncRequired(let cursor), .inboxRead(_, _, _, _, _, let cursor):
             carriedCursor = cursor
             listeners = on(.inbox)
-        case .ack, .pong, .userUpdated:
+        case .userUpdated(let profile):
+            return [.learn(profile)]
+        case .ack, .pong:
             listeners = []
         }
         return listeners.map { .tell($0, .received(frame)) }

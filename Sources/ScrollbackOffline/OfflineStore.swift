@@ -6,7 +6,8 @@ import ScrollbackModels
 /// The kit's offline store: one SQLite file (GRDB) that keeps, per
 /// conversation, the window of messages a feed last showed (as contiguous
 /// seq ranges, current as of one version), the read markers it saw, and its
-/// outbox. Give it to `ConversationFeed(storage:)`: the feed shows what is on
+/// outbox, and the profiles of the users each window (and the kept
+/// conversation list) names, so an app opened offline shows names. Give it to `ConversationFeed(storage:)`: the feed shows what is on
 /// disk at once, then resumes live from it, and its sends survive restarts.
 ///
 /// It is bounded: when the messages held weigh more than `maxBytes` (their
@@ -98,6 +99,23 @@ public final class OfflineStore: FeedStorage, InboxStorage, Sendable {
                     );
                     """)
         }
+        migrator.registerMigration("3: profiles kept with windows and the list") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE window_profile (
+                        conversation_id TEXT NOT NULL REFERENCES conversation(id) ON DELETE CASCADE,
+                        user_id TEXT NOT NULL,
+                        version INTEGER NOT NULL,
+                        json BLOB NOT NULL,
+                        PRIMARY KEY (conversation_id, user_id)
+                    ) WITHOUT ROWID;
+                    CREATE TABLE inbox_profile (
+                        user_id TEXT PRIMARY KEY NOT NULL,
+                        version INTEGER NOT NULL,
+                        json BLOB NOT NULL
+                    ) WITHOUT ROWID;
+                    """)
+        }
         return migrator
     }
 
@@ -121,9 +139,12 @@ public final class OfflineStore: FeedStorage, InboxStorage, Sendable {
             {
                 readSeqs[marker["user_id"]] = marker["seq"]
             }
+            let users = try Data.fetchAll(
+                db, sql: "SELECT json FROM window_profile WHERE conversation_id = ?", arguments: [id]
+            ).map { try decoder.decode(UserProfile.self, from: $0) }
             return StoredWindow(
                 messages: messages, version: row["version"], lastSeq: row["last_seq"], hasOlder: row["has_older"],
-                readSeqs: readSeqs)
+                readSeqs: readSeqs, users: ProfileSet(users))
         }
     }
 
@@ -131,6 +152,7 @@ public final class OfflineStore: FeedStorage, InboxStorage, Sendable {
         let id = changes.conversationId.stored
         let encoder = ScrollbackJSON.encoder()
         let rows = try changes.messages.map { ($0.seq, $0.version, try encoder.encode($0)) }
+        let profiles = try Self.encoded(changes.users)
         try database.write { db in
             try db.execute(
                 sql: """
@@ -169,6 +191,15 @@ public final class OfflineStore: FeedStorage, InboxStorage, Sendable {
                             """,
                         arguments: [id, user, seq])
                 }
+            }
+            for (user, version, json) in profiles {
+                try db.execute(
+                    sql: """
+                        INSERT INTO window_profile (conversation_id, user_id, version, json) VALUES (?, ?, ?, ?)
+                        ON CONFLICT (conversation_id, user_id) DO UPDATE SET version = excluded.version, json = excluded.json
+                        WHERE excluded.version > window_profile.version
+                        """,
+                    arguments: [id, user, version, json])
             }
             for clientId in changes.acknowledged {
                 try db.execute(
@@ -241,14 +272,54 @@ public final class OfflineStore: FeedStorage, InboxStorage, Sendable {
     }
 
     public func saveInbox(_ rows: [Conversation]) throws {
+        try saveInbox(rows, users: nil)
+    }
+
+    public func inboxUsers() throws -> ProfileSet {
+        let decoder = ScrollbackJSON.decoder()
+        return ProfileSet(
+            try database.read { db in try Data.fetchAll(db, sql: "SELECT json FROM inbox_profile") }
+                .map { try decoder.decode(UserProfile.self, from: $0) })
+    }
+
+    /// The rows, and the profiles they name: those of users the rows no
+    /// longer name go; a profile replaces the one kept when of a higher version.
+    public func saveInbox(_ rows: [Conversation], users: ProfileSet) throws {
+        try saveInbox(rows, users: Optional(users))
+    }
+
+    /// The rows, and, unless nil, the profiles kept with them.
+    private func saveInbox(_ rows: [Conversation], users: ProfileSet?) throws {
         let encoder = ScrollbackJSON.encoder()
         let encoded = try rows.map { try encoder.encode($0) }
+        let profiles = try users.map { try Self.encoded(Array($0.profiles.values)) }
         try database.write { db in
             try db.execute(sql: "DELETE FROM inbox_row")
             for (position, json) in encoded.enumerated() {
                 try db.execute(sql: "INSERT INTO inbox_row (position, json) VALUES (?, ?)", arguments: [position, json])
             }
+            guard let profiles else { return }
+            let kept = Set(profiles.map(\.0))
+            for user in try String.fetchAll(db, sql: "SELECT user_id FROM inbox_profile") where !kept.contains(user) {
+                try db.execute(sql: "DELETE FROM inbox_profile WHERE user_id = ?", arguments: [user])
+            }
+            for (user, version, json) in profiles {
+                try db.execute(
+                    sql: """
+                        INSERT INTO inbox_profile (user_id, version, json) VALUES (?, ?, ?)
+                        ON CONFLICT (user_id) DO UPDATE SET version = excluded.version, json = excluded.json
+                        WHERE excluded.version > inbox_profile.version
+                        """,
+                    arguments: [user, version, json])
+            }
         }
+    }
+
+    /// Profiles as the store keeps them: by user id, with their version
+    /// (a write keeps the higher one) and their JSON.
+    private static func encoded(_ profiles: [UserProfile]) throws -> [(String, Int64, Data)] {
+        let encoder = ScrollbackJSON.encoder()
+        return try profiles.map { ($0.id, $0.version, try encoder.encode($0)) }
     }
 
     // MARK: Reading what is held
@@ -291,7 +362,7 @@ public final class OfflineStore: FeedStorage, InboxStorage, Sendable {
     }
 
     private static func dropWindow(_ id: String, in db: Database) throws {
-        for table in ["message", "segment", "read_marker"] {
+        for table in ["message", "segment", "read_marker", "window_profile"] {
             try db.execute(sql: "DELETE FROM \(table) WHERE conversation_id = ?", arguments: [id])
         }
         try db.execute(sql: "DELETE FROM conversation WHERE id = ?", arguments: [id])

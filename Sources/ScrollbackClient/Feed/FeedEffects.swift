@@ -37,6 +37,8 @@ struct FeedEffects: Sendable {
             guard let storage else { return .done(.restored(opening, window: nil, outbox: [], failure: nil)) }
             do {
                 let window = try storage.openWindow(of: id)
+                // Offline, the window's senders are named from what was kept with it.
+                if let window { client.profiles.learn(window.users) }
                 return .done(.restored(opening, window: window, outbox: try storage.outbox(of: id), failure: nil))
             } catch {
                 return .done(.restored(opening, window: nil, outbox: [], failure: "\(error)"))
@@ -47,7 +49,11 @@ struct FeedEffects: Sendable {
                 switch write {
                 case .put(let entry): try storage.put(entry)
                 case .remove(let entries): try storage.removeOutboxEntries(clientIds: entries, in: id)
-                case .save(let changes, _): try storage.save(changes)
+                case .save(var changes, _):
+                    // The profiles of the senders, as the client knows them now.
+                    let named = Message.namedUsers(changes.messages.lazy.map { ($0.sender, $0.replyTo?.sender) })
+                    changes.users = Array(client.profiles.profiles(of: named.map(\.rawValue)).values)
+                    try storage.save(changes)
                 case .forget: try storage.forget(id)
                 }
                 return .done(.stored(write, failure: nil))

@@ -18,14 +18,18 @@ struct InboxFeedEffects: Sendable {
         case .restore:
             guard let storage else { return .done(.restored([], failure: nil)) }
             do {
-                return .done(.restored(try storage.inboxRows(), failure: nil))
+                let rows = try storage.inboxRows()
+                // Offline, the rows' users are named from what was kept with them.
+                client.profiles.learn(try storage.inboxUsers())
+                return .done(.restored(rows, failure: nil))
             } catch {
                 return .done(.restored([], failure: "\(error)"))
             }
         case .store(let rows):
             guard let storage else { return .none }
             do {
-                try storage.saveInbox(rows)
+                let named = Inbox.namedUsers(rows)
+                try storage.saveInbox(rows, users: ProfileSet(Array(client.profiles.profiles(of: named).values)))
                 return .done(.stored(rows, failure: nil))
             } catch {
                 return .done(.stored(rows, failure: "\(error)"))

@@ -55,9 +55,17 @@ public final class ConversationModel {
     /// The last error of a call made through the model (a send refused, a
     /// read marker that could not move).
     public private(set) var lastError: ScrollbackError?
+    /// The profiles of the users the rows name (each sender, each sender of
+    /// a message replied to), by id, as the client's `ProfileCache` has
+    /// them: a rename or a new avatar (`user_updated`) changes them, and
+    /// `lastDiff` then lists the rows of that user as updated. Read a row's
+    /// with `sender(of:)`.
+    public var profiles: [String: UserProfile] { shown.profiles }
 
     public let feed: ConversationFeed
+    private var shown = ShownProfiles()
     @ObservationIgnored private var reading: Task<Void, Never>?
+    @ObservationIgnored private var following: Task<Void, Never>?
     /// The feed's read marker as it opened, as the divider was last placed by.
     @ObservationIgnored private var readSeqAtOpen: Int64?
 
@@ -66,9 +74,27 @@ public final class ConversationModel {
         show(feed.state, TimelineUpdate(scrollOffset: feed.state.timeline.scrollOffset))
     }
 
+    /// The profile of `userId`: as the rows show it, else the client's
+    /// cache's, else the bare one (the id: show it, and its initials).
+    public func profile(of userId: String) -> UserProfile {
+        shown.profiles[userId] ?? feed.profiles.profile(of: userId)
+    }
+
+    /// The profile of the row's sender; nil for a message of the system.
+    public func sender(of item: TimelineItem) -> UserProfile? {
+        item.senderId.isEmpty ? nil : profile(of: item.senderId)
+    }
+
     /// Starts the feed at `opening` and follows it. Once only; `stop()` ends both.
     public func start(at opening: ConversationFeed.Opening = .newest) {
         guard reading == nil else { return }
+        let profileUpdates = feed.profiles.updates
+        following = Task { [weak self] in
+            for await batch in profileUpdates {
+                guard let self else { return }
+                self.profilesChanged(batch)
+            }
+        }
         let updates = feed.updates
         reading = Task { [weak self] in
             for await (state, update) in updates {
@@ -81,7 +107,19 @@ public final class ConversationModel {
 
     public func stop() {
         reading?.cancel()
+        following?.cancel()
         feed.stop()
+    }
+
+    /// The cache took in profiles: those of users the rows name show, and
+    /// their rows are listed as updated.
+    private func profilesChanged(_ batch: [UserProfile]) {
+        let changed = shown.take(batch, named: TimelineItem.namedUsers(items))
+        guard !changed.isEmpty else { return }
+        let rows = items.indices.filter { index in
+            changed.contains(items[index].senderId) || items[index].message?.replyTo.map { changed.contains($0.sender) } == true
+        }
+        lastDiff = TimelineDiff(updated: rows)
     }
 
     /// Places the divider by the feed's knowledge: where the feed opened at
@@ -106,7 +144,10 @@ public final class ConversationModel {
 
     private func show(_ state: ConversationFeed.State, _ update: TimelineUpdate) {
         let timeline = state.timeline
-        if items != timeline.items { items = timeline.items }
+        if items != timeline.items {
+            items = timeline.items
+            _ = shown.show(TimelineItem.namedUsers(items), from: feed.profiles)
+        }
         if connection != state.connection { connection = state.connection }
         if isLoadingOlder != state.isLoadingOlder { isLoadingOlder = state.isLoadingOlder }
         if isLoadingNewer != state.isLoadingNewer { isLoadingNewer = state.isLoadingNewer }

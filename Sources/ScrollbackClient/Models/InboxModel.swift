@@ -23,18 +23,59 @@ public final class InboxModel {
     /// The list has more below what is loaded.
     public private(set) var hasMore = false
     public private(set) var failure: ScrollbackError?
+    /// The profiles of the users the rows name (each last sender, the
+    /// other member of each one-to-one), by id, as the client's
+    /// `ProfileCache` has them: a rename or a new avatar (`user_updated`)
+    /// changes them. Read a row's with `lastSender(of:)` and `peer(of:)`.
+    public var profiles: [String: UserProfile] { shown.profiles }
 
     public let feed: InboxFeed
+    /// The user the list is for: `peer(of:)` is the other member.
+    public let userId: String?
+    private var shown = ShownProfiles()
     @ObservationIgnored private var reading: Task<Void, Never>?
+    @ObservationIgnored private var following: Task<Void, Never>?
 
-    public init(feed: InboxFeed) {
+    /// A model of `feed`; with `userId` (the user the list is for),
+    /// `peer(of:)` names the other member of a one-to-one.
+    public init(feed: InboxFeed, userId: String? = nil) {
         self.feed = feed
+        self.userId = userId
+    }
+
+    /// The profile of `userId`: as the rows show it, else the client's
+    /// cache's, else the bare one (the id: show it, and its initials).
+    public func profile(of userId: String) -> UserProfile {
+        shown.profiles[userId] ?? feed.profiles.profile(of: userId)
+    }
+
+    /// The profile of the sender of the row's last message; nil while it
+    /// has none, or when the system wrote it.
+    public func lastSender(of conversation: Conversation) -> UserProfile? {
+        guard let sender = conversation.lastMessage?.sender, !sender.isEmpty else { return nil }
+        return profile(of: sender)
+    }
+
+    /// The profile of the other member of a one-to-one conversation (two
+    /// members, this model's `userId` one of them); nil for any other.
+    public func peer(of conversation: Conversation) -> UserProfile? {
+        guard let userId, conversation.members.count == 2, conversation.members.contains(userId),
+            let other = conversation.members.first(where: { $0 != userId })
+        else { return nil }
+        return profile(of: other)
     }
 
     /// Starts the feed and follows it. Once only; `stop()` ends both.
     public func start() {
         guard reading == nil else { return }
         let feed = self.feed
+        let profileUpdates = feed.profiles.updates
+        following = Task { [weak self] in
+            for await batch in profileUpdates {
+                guard let self else { return }
+                _ = self.shown.take(batch, named: Set(Inbox.namedUsers(self.conversations)))
+            }
+        }
         let updates = feed.updates
         reading = Task { [weak self] in
             for await (inbox, _) in updates {
@@ -48,6 +89,7 @@ public final class InboxModel {
 
     public func stop() {
         reading?.cancel()
+        following?.cancel()
         feed.stop()
     }
 
@@ -55,7 +97,10 @@ public final class InboxModel {
     public func loadMore() { feed.loadMore() }
 
     private func show(_ inbox: Inbox, failure: ScrollbackError?) {
-        if conversations != inbox.conversations { conversations = inbox.conversations }
+        if conversations != inbox.conversations {
+            conversations = inbox.conversations
+            _ = shown.show(Set(Inbox.namedUsers(conversations)), from: feed.profiles)
+        }
         if unreadCount != inbox.unreadCount { unreadCount = inbox.unreadCount }
         if unreadConversations != inbox.unreadConversations { unreadConversations = inbox.unreadConversations }
         if unreadMentions != inbox.unreadMentions { unreadMentions = inbox.unreadMentions }
