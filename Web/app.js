@@ -25,6 +25,10 @@ const state = {
   // member), and when slow mode lets this user send again (ms, 0: now).
   roles: new Map(),
   slowUntil: 0,
+  // Every profile this window has seen (user id -> {id, display_name,
+  // avatar, version}), from the `users` of each answer and the
+  // `user_updated` frames; of two, the higher version stays.
+  profiles: new Map(),
 };
 
 // MARK: HTTP
@@ -78,9 +82,202 @@ function start(user, token) {
   sessionStorage.setItem("scrollback.token", token);
   $("signin").hidden = true;
   $("app").hidden = false;
-  $("me").textContent = user;
+  renderMe();
+  loadMe();
   loadInbox();
   connect();
+}
+
+// MARK: Profiles
+
+/// Keeps `profile` unless a newer one (a higher version) is known already;
+/// true when it changed what this window shows.
+function learnProfile(profile) {
+  if (!profile || !profile.id) return false;
+  const known = state.profiles.get(profile.id);
+  if (known && known.version >= profile.version) return false;
+  state.profiles.set(profile.id, profile);
+  return true;
+}
+
+/// The `users` of an answer: an object keyed by user id, or a list.
+function learnUsers(users) {
+  let changed = false;
+  for (const profile of Object.values(users || {})) changed = learnProfile(profile) || changed;
+  return changed;
+}
+
+/// What a user is called: their display name, else their id.
+function displayName(id) {
+  const profile = state.profiles.get(id);
+  return (profile && profile.display_name) || id;
+}
+
+/// The first letters of up to two words of the display name (else of the id).
+function initialsOf(id) {
+  const profile = state.profiles.get(id);
+  const words = ((profile && profile.display_name) || id).split(/[\s._@-]+/u).filter((word) => word);
+  const letters = words.slice(0, 2).map((word) => [...word][0]).join("");
+  return (letters || [...id][0] || "?").toUpperCase();
+}
+
+/// A color of the user's own: a hue from a hash of the id, the same in
+/// every window and on every load.
+function colorOf(id) {
+  let hash = 0x811c9dc5; // FNV-1a, then a final mix so that ids alike get hues apart
+  for (const char of id) hash = Math.imul(hash ^ char.codePointAt(0), 0x01000193);
+  hash = Math.imul(hash ^ (hash >>> 15), 0x2c1b3c6d);
+  hash = (hash ^ (hash >>> 12)) >>> 0;
+  return `hsl(${hash % 360}, 45%, 42%)`;
+}
+
+/// Avatar URLs that did not load: their box shows the initials from then on.
+const failedAvatars = new Set();
+/// Avatar paths on this server -> a promise of an object URL of their bytes
+/// (fetched with the token, which an <img> cannot send).
+const avatarURLs = new Map();
+
+function avatarSource(url) {
+  if (/^https:\/\//i.test(url)) return Promise.resolve(url); // the operator's CDN
+  let source = avatarURLs.get(url);
+  if (!source) {
+    source = fetch(url, { headers: { Authorization: "Bearer " + state.token } })
+      .then((response) => {
+        if (!response.ok) throw new Error("avatar: " + response.status);
+        return response.blob();
+      })
+      .then((blob) => URL.createObjectURL(blob));
+    avatarURLs.set(url, source);
+  }
+  return source;
+}
+
+/// A user's avatar: a circle of a fixed size, so nothing moves when the
+/// image arrives, holding their initials on their color; the image covers
+/// them once it loads, and one that fails leaves the initials.
+function avatar(id) {
+  const box = document.createElement("span");
+  box.className = "avatar";
+  box.dataset.user = id;
+  box.style.backgroundColor = colorOf(id);
+  box.title = displayName(id);
+  const initials = document.createElement("span");
+  initials.className = "initials";
+  initials.textContent = initialsOf(id);
+  box.append(initials);
+  const profile = state.profiles.get(id);
+  const url = profile && profile.avatar && profile.avatar.url;
+  if (!url) return box;
+  box.dataset.src = url;
+  if (failedAvatars.has(url)) {
+    box.classList.add("failed");
+    return box;
+  }
+  const image = document.createElement("img");
+  image.alt = "";
+  const fail = () => {
+    failedAvatars.add(url);
+    image.remove();
+    box.classList.add("failed");
+  };
+  image.addEventListener("load", () => box.classList.add("loaded"));
+  image.addEventListener("error", fail);
+  box.append(image);
+  avatarSource(url).then((source) => { image.src = source; }).catch(fail);
+  return box;
+}
+
+/// Asks the server for the profiles of users this window has not seen
+/// (a live message's sender, a member just added), a hundred at a time.
+const profilesAsked = new Set();
+async function ensureProfiles(ids) {
+  const missing = [...new Set(ids)].filter((id) => id && !state.profiles.has(id) && !profilesAsked.has(id));
+  for (let i = 0; i < missing.length; i += 100) {
+    const batch = missing.slice(i, i + 100);
+    for (const id of batch) profilesAsked.add(id);
+    try {
+      const answer = await api("GET", "/v1/users?ids=" + batch.map((id) => encodeURIComponent(id.replace(/\\/g, "\\\\").replace(/,/g, "\\,"))).join(","));
+      if (learnUsers(answer.users)) profilesChanged();
+    } catch (error) {
+      // Someone this user shares no conversation with any more: shown by id.
+    }
+  }
+}
+
+/// Draws again what shows names and avatars.
+function profilesChanged() {
+  renderMe();
+  renderInbox();
+  if (state.open) {
+    $("title").textContent = titleOf(state.conversations.find((c) => c.id === state.open.id) || state.open.conversation);
+    render();
+    renderThread();
+    renderReplying();
+    renderPresence();
+    updateTyping();
+  }
+}
+
+// MARK: Your profile
+
+/// The button in the inbox's header: your avatar and name.
+function renderMe() {
+  const me = $("me");
+  me.replaceChildren(avatar(state.user), nameSpan(state.user));
+}
+
+function nameSpan(id) {
+  const name = document.createElement("span");
+  name.className = "display-name";
+  name.textContent = displayName(id);
+  return name;
+}
+
+$("me").addEventListener("click", () => {
+  const form = $("profile-form");
+  if (!form.hidden) return closeProfile();
+  const profile = state.profiles.get(state.user);
+  $("display-name").value = (profile && profile.display_name) || "";
+  $("profile-error").textContent = "";
+  form.hidden = false;
+  $("display-name").focus();
+});
+
+function closeProfile() {
+  $("profile-form").hidden = true;
+  $("profile-error").textContent = "";
+}
+
+async function saveProfile(displayName) {
+  $("profile-error").textContent = "";
+  try {
+    const answer = await api("PATCH", "/v1/users/me", { display_name: displayName });
+    closeProfile();
+    if (learnProfile(answer.user)) profilesChanged();
+  } catch (error) {
+    // The server says what to fix (a 422's message), beside the field.
+    $("profile-error").textContent = error.message;
+  }
+}
+
+$("profile-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  const name = $("display-name").value;
+  saveProfile(name === "" ? null : name); // an empty field clears the name
+});
+$("clear-name").addEventListener("click", () => saveProfile(null));
+$("cancel-profile").addEventListener("click", closeProfile);
+$("display-name").addEventListener("keydown", (event) => {
+  if (event.key === "Escape") closeProfile();
+});
+
+async function loadMe() {
+  try {
+    const answer = await api("GET", "/v1/users/me");
+    if (learnProfile(answer.user)) profilesChanged();
+  } catch (error) {
+    showError(error);
+  }
 }
 
 // MARK: The inbox
@@ -89,7 +286,9 @@ async function loadInbox() {
   try {
     const list = await api("GET", "/v1/conversations?limit=50");
     state.conversations = list.conversations;
+    learnUsers(list.users);
     renderInbox();
+    renderMe();
   } catch (error) {
     showError(error);
   }
@@ -101,11 +300,41 @@ function reloadInboxSoon() {
   inboxReload = setTimeout(loadInbox, 100);
 }
 
-function nameOf(conversation) {
-  return conversation.title || conversation.members.filter((m) => m !== state.user).join(", ") || conversation.members.join(", ");
+/// The other member of a one-to-one conversation (two members, no title).
+function peerOf(conversation) {
+  if (conversation.title || !conversation.members) return null;
+  const others = conversation.members.filter((m) => m !== state.user);
+  return conversation.members.length === 2 && others.length === 1 ? others[0] : null;
+}
+
+/// A conversation's title, else its other members' names.
+function titleOf(conversation) {
+  if (!conversation) return "";
+  const members = conversation.members || [];
+  const others = members.filter((m) => m !== state.user);
+  return conversation.title || (others.length ? others : members).map(displayName).join(", ");
+}
+
+/// The avatar of a conversation's row: the peer of a one-to-one, else the
+/// last message's sender, else the title's initials on the conversation's color.
+function rowAvatar(conversation) {
+  const peer = peerOf(conversation);
+  if (peer) return avatar(peer);
+  const last = conversation.last_message;
+  if (last && last.kind !== "system" && last.sender) return avatar(last.sender);
+  const box = document.createElement("span");
+  box.className = "avatar group";
+  box.style.backgroundColor = colorOf(conversation.id);
+  const initials = document.createElement("span");
+  initials.className = "initials";
+  const words = titleOf(conversation).split(/[\s,]+/u).filter((word) => word);
+  initials.textContent = (words.slice(0, 2).map((word) => [...word][0]).join("") || "#").toUpperCase();
+  box.append(initials);
+  return box;
 }
 
 function renderInbox() {
+  ensureProfiles(state.conversations.flatMap((c) => [peerOf(c), c.last_message && c.last_message.sender]));
   const list = $("conversations");
   list.replaceChildren();
   for (const conversation of state.conversations) {
@@ -114,7 +343,7 @@ function renderInbox() {
     if (state.open && state.open.id === conversation.id) item.className = "open";
     const name = document.createElement("div");
     name.className = "name";
-    name.textContent = nameOf(conversation);
+    name.textContent = titleOf(conversation);
     if (conversation.unread_count > 0 && !(state.open && state.open.id === conversation.id)) {
       const unread = document.createElement("span");
       unread.className = "unread";
@@ -133,8 +362,11 @@ function renderInbox() {
     const last = conversation.last_message;
     const shown = (message) => message.deleted ? "(deleted)"
       : message.body || (message.attachments && message.attachments.length ? "📎 " + message.attachments[0].filename : "");
-    preview.textContent = !last ? "no messages yet" : last.kind === "system" ? shown(last) : last.sender + ": " + shown(last);
-    item.append(name, preview);
+    preview.textContent = !last ? "no messages yet" : last.kind === "system" ? shown(last) : displayName(last.sender) + ": " + shown(last);
+    const summary = document.createElement("div");
+    summary.className = "summary";
+    summary.append(name, preview);
+    item.append(rowAvatar(conversation), summary);
     item.addEventListener("click", () => openConversation(conversation));
     list.append(item);
   }
@@ -161,6 +393,7 @@ async function openConversation(conversation) {
   if (state.open && state.socketOpen) send({ type: "unsubscribe", conversation_id: state.open.id });
   state.open = {
     id: conversation.id,
+    conversation,
     role: conversation.role || "member",
     slowMode: conversation.slow_mode_seconds || 0,
     messages: new Map(),
@@ -185,12 +418,13 @@ async function openConversation(conversation) {
   renderReplying();
   renderThread();
   $("conversation").hidden = false;
-  $("title").textContent = nameOf(conversation);
+  $("title").textContent = titleOf(conversation);
   $("typing").textContent = "";
   renderInbox();
   try {
     const page = await api("GET", `/v1/conversations/${conversation.id}/messages?limit=50`);
     if (!state.open || state.open.id !== conversation.id) return;
+    learnUsers(page.users);
     for (const message of page.messages) state.open.messages.set(message.seq, message);
     state.open.lastSeq = Math.max(state.open.lastSeq, page.last_seq);
     state.open.hasOlder = page.has_older;
@@ -213,7 +447,8 @@ async function loadRoles(id) {
     const list = await api("GET", `/v1/conversations/${id}/members`);
     if (!state.open || state.open.id !== id) return;
     state.roles = new Map(list.members.map((member) => [member.user_id, member.role]));
-    render();
+    if (learnUsers(list.users)) profilesChanged();
+    else render();
   } catch (error) {
     showError(error);
   }
@@ -270,8 +505,8 @@ function renderPresence() {
   const others = [...state.presence.values()].filter((m) => m.user_id !== state.user);
   others.sort((a, b) => (a.user_id < b.user_id ? -1 : 1));
   $("presence").textContent = others
-    .map((m) => m.online ? `${m.user_id} online`
-      : m.last_seen_at ? `${m.user_id} seen ${new Date(m.last_seen_at).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" })}`
+    .map((m) => m.online ? `${displayName(m.user_id)} online`
+      : m.last_seen_at ? `${displayName(m.user_id)} seen ${new Date(m.last_seen_at).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" })}`
       : null)
     .filter(Boolean)
     .join(" · ");
@@ -288,13 +523,20 @@ function render({ pin = false, keep = null } = {}) {
   const list = $("messages");
   list.replaceChildren();
   const seqs = [...open.messages.keys()].sort((a, b) => a - b);
-  for (const seq of seqs) list.append(messageItem(open.messages.get(seq)));
+  let previous = null;
+  for (const seq of seqs) {
+    const message = open.messages.get(seq);
+    list.append(messageItem(message, previous));
+    previous = message;
+  }
   for (const [clientId, { body, replyTo, attachments }] of open.pending) {
     const parent = replyTo ? findMessage(open, replyTo) : null;
-    list.append(messageItem({
+    const message = {
       seq: null, sender: state.user, body, client_id: clientId, pending: true,
       reply_to: parent ? replyPreview(parent) : undefined, attachments,
-    }));
+    };
+    list.append(messageItem(message, previous));
+    previous = message;
   }
   $("older").textContent = open.hasOlder ? (open.loadingOlder ? "loading earlier messages…" : "") : "start of the conversation";
   applyPadding();
@@ -334,7 +576,17 @@ if (window.ResizeObserver) {
 
 const EMOJIS = ["👍", "❤️", "😂", "🎉", "😮"];
 
-function messageItem(message) {
+/// Messages within this long of the one before, from the same sender, join
+/// its group: no avatar or name of their own.
+const GROUP_GAP_MS = 5 * 60 * 1000;
+
+function continuesGroup(previous, message) {
+  if (!previous || previous.kind === "system" || message.kind === "system" || previous.sender !== message.sender) return false;
+  const at = (m) => (m.created_at ? Date.parse(m.created_at) : Date.now());
+  return at(message) - at(previous) <= GROUP_GAP_MS;
+}
+
+function messageItem(message, previous = null) {
   const item = document.createElement("li");
   if (message.seq !== null) item.dataset.seq = message.seq;
   if (message.client_id) item.dataset.clientId = message.client_id;
@@ -349,19 +601,30 @@ function messageItem(message) {
     item.append(text);
     return item;
   }
+  const grouped = continuesGroup(previous, message);
+  item.classList.add(grouped ? "grouped" : "first");
+  if (!grouped) item.append(avatar(message.sender));
   if (message.reply_to) item.append(quote(message.reply_to));
   if (message.seq !== null && !message.deleted) item.append(actions(message));
   const sender = document.createElement("span");
   sender.className = "sender";
+  sender.dataset.user = message.sender;
   const role = state.roles.get(message.sender);
-  sender.textContent = message.sender + (role && role !== "member" ? ` (${role})` : "");
+  sender.append(displayName(message.sender));
+  if (role && role !== "member") {
+    const badge = document.createElement("span");
+    badge.className = "role";
+    badge.textContent = ` (${role})`;
+    sender.append(badge);
+  }
   const text = document.createElement("span");
   text.className = "text";
   const folded = message.blocked_sender && !state.open.revealed.has(message.seq);
   if (message.deleted) text.textContent = "(deleted)";
-  else if (folded) text.textContent = `(hidden: you blocked ${message.sender})`;
+  else if (folded) text.textContent = `(hidden: you blocked ${displayName(message.sender)})`;
   else text.append(...withMentions(message.body, message.sender));
-  item.append(sender, text);
+  if (!grouped) item.append(sender);
+  item.append(text);
   if (folded && !message.deleted) {
     item.classList.add("blocked");
     item.append(button("reveal", "show", () => {
@@ -386,7 +649,7 @@ function messageItem(message) {
   if (readers.length) {
     const seen = document.createElement("span");
     seen.className = "time";
-    seen.textContent = "seen by " + readers.join(", ");
+    seen.textContent = "seen by " + readers.map(displayName).join(", ");
     item.append(seen);
   }
   const footer = document.createElement("div");
@@ -548,7 +811,8 @@ function quote(preview) {
   box.dataset.parent = preview.seq;
   const sender = document.createElement("span");
   sender.className = "sender";
-  sender.textContent = preview.sender;
+  sender.dataset.user = preview.sender;
+  sender.textContent = displayName(preview.sender);
   const excerpt = document.createElement("span");
   excerpt.className = "excerpt";
   excerpt.textContent = preview.deleted ? "deleted message" : preview.excerpt;
@@ -586,7 +850,7 @@ function actions(message) {
         choice.dataset.reason = reason;
         box.append(choice);
       }
-      box.append(button("block", "block " + message.sender, () => block(message.sender)));
+      box.append(button("block", "block " + displayName(message.sender), () => block(message.sender)));
     }
     box.append(button("more", state.open.menu === message.seq ? "×" : "⋯", () => {
       state.open.menu = state.open.menu === message.seq ? null : message.seq;
@@ -823,6 +1087,8 @@ async function openThread(root) {
     if (state.open !== open) return;
     const messages = new Map();
     for (const message of page.messages) messages.set(message.seq, message);
+    learnUsers(page.users);
+    ensureProfiles([page.root && page.root.sender, ...page.messages.map((message) => message.sender)]);
     keepingBottom(() => {
       open.thread = { root, rootMessage: page.root, messages, hasOlder: page.has_older };
       renderThread();
@@ -860,7 +1126,12 @@ function renderThread() {
     more.textContent = "earlier replies are in the conversation";
     list.append(more);
   }
-  for (const seq of [...thread.messages.keys()].sort((a, b) => a - b)) list.append(messageItem(thread.messages.get(seq)));
+  let previous = thread.rootMessage;
+  for (const seq of [...thread.messages.keys()].sort((a, b) => a - b)) {
+    const message = thread.messages.get(seq);
+    list.append(messageItem(message, previous));
+    previous = message;
+  }
   if (wasAtBottom) list.scrollTop = list.scrollHeight;
 }
 
@@ -928,7 +1199,7 @@ $("add-form").addEventListener("submit", async (event) => {
   try {
     const conversation = await api("POST", `/v1/conversations/${state.open.id}/members`, { user_id: user });
     $("add-user").value = "";
-    $("title").textContent = nameOf(conversation);
+    $("title").textContent = titleOf(conversation);
     reloadInboxSoon();
   } catch (error) {
     showError(error);
@@ -978,7 +1249,13 @@ function receive(frame) {
   const here = open && frame.conversation_id === open.id;
   switch (frame.type) {
     case "message":
-      if (open && frame.message.conversation_id === open.id) stored(open, frame.message);
+      if (open && frame.message.conversation_id === open.id) {
+        ensureProfiles([frame.message.sender, frame.message.reply_to && frame.message.reply_to.sender]);
+        stored(open, frame.message);
+      }
+      break;
+    case "user_updated":
+      if (learnProfile(frame.user)) profilesChanged();
       break;
     case "message_updated":
       if (open && frame.message.conversation_id === open.id) updated(open, frame.message);
@@ -1046,7 +1323,7 @@ function showTyping(user) {
 
 function updateTyping() {
   const users = [...state.typingTimers.keys()];
-  $("typing").textContent = users.length ? users.join(", ") + (users.length > 1 ? " are typing" : " is typing") : "";
+  $("typing").textContent = users.length ? users.map(displayName).join(", ") + (users.length > 1 ? " are typing" : " is typing") : "";
 }
 
 window.addEventListener("resize", () => state.open && applyPadding());

@@ -7,12 +7,18 @@ Each check prints one line; any failure ends the run with a non-zero status.
 import argparse
 import json
 import os
+import http.client
+import http.server
+import select
 import signal
+import socket
 import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import urllib.parse
 import urllib.error
 import urllib.request
 import zlib
@@ -115,6 +121,116 @@ class Server:
                 self.process.wait(timeout=15)
             except subprocess.TimeoutExpired:
                 self.process.kill()
+
+
+class WebFromDisk:
+    """A proxy in front of the server that answers the page's own files (`/`,
+    `/web/NAME`) from a folder, and hands every other request, WebSocket
+    upgrades included, to the server: the page as it is on disk, run against
+    a binary built before it changed (the server embeds its copy at build
+    time)."""
+
+    TYPES = {".html": "text/html; charset=utf-8", ".css": "text/css; charset=utf-8",
+             ".js": "text/javascript; charset=utf-8"}
+
+    def __init__(self, folder, backend):
+        self.folder = folder
+        self.backend = urllib.parse.urlsplit(backend)
+        proxy = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *arguments):
+                pass
+
+            def do_GET(self):
+                path = urllib.parse.urlsplit(self.path).path
+                name = "index.html" if path == "/" else path[len("/web/"):] if path.startswith("/web/") else None
+                if name is not None and "/" not in name:
+                    return proxy.file(self, name)
+                if self.headers.get("Upgrade", "").lower() == "websocket":
+                    return proxy.tunnel(self)
+                proxy.forward(self)
+
+            do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = lambda self: proxy.forward(self)
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def file(self, handler, name):
+        path = os.path.join(self.folder, name)
+        if not os.path.isfile(path):
+            return self.forward(handler)
+        with open(path, "rb") as file:
+            body = file.read()
+        handler.send_response(200)
+        handler.send_header("Content-Type", self.TYPES.get(os.path.splitext(name)[1], "application/octet-stream"))
+        handler.send_header("Cache-Control", "no-cache")
+        handler.send_header("Content-Length", str(len(body)))
+        handler.end_headers()
+        handler.wfile.write(body)
+
+    def forward(self, handler):
+        length = int(handler.headers.get("Content-Length") or 0)
+        body = handler.rfile.read(length) if length else None
+        headers = {k: v for k, v in handler.headers.items() if k.lower() not in ("connection", "keep-alive", "host")}
+        try:
+            connection = http.client.HTTPConnection(self.backend.hostname, self.backend.port, timeout=60)
+            connection.request(handler.command, handler.path, body, headers)
+            response = connection.getresponse()
+            data = response.read()
+        except OSError:
+            handler.send_response(502)  # the server is down (it is killed on purpose once)
+            handler.send_header("Content-Length", "0")
+            handler.end_headers()
+            return
+        handler.send_response_only(response.status, response.reason)
+        for key, value in response.getheaders():
+            if key.lower() not in ("connection", "keep-alive", "transfer-encoding", "content-length"):
+                handler.send_header(key, value)
+        handler.send_header("Content-Length", str(len(data)))
+        handler.end_headers()
+        if handler.command != "HEAD":
+            handler.wfile.write(data)
+        connection.close()
+
+    def tunnel(self, handler):
+        """Sends the upgrade request on to the server, then copies bytes both
+        ways until either side closes."""
+        handler.close_connection = True
+        try:
+            upstream = socket.create_connection((self.backend.hostname, self.backend.port), timeout=10)
+        except OSError:
+            handler.send_response(502)
+            handler.send_header("Content-Length", "0")
+            handler.end_headers()
+            return
+        upstream.settimeout(None)
+        head = f"{handler.command} {handler.path} HTTP/1.1\r\n" + "".join(
+            f"{k}: {v}\r\n" for k, v in handler.headers.items()) + "\r\n"
+        upstream.sendall(head.encode("latin-1"))
+        handler.wfile.flush()
+        client = handler.connection
+        sockets = [client, upstream]
+        try:
+            while True:
+                readable, _, _ = select.select(sockets, [], [])
+                for source in readable:
+                    data = source.recv(65536)
+                    if not data:
+                        return
+                    (upstream if source is client else client).sendall(data)
+        except OSError:
+            pass
+        finally:
+            upstream.close()
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
 
 
 def png(width, height, rgb):
@@ -234,13 +350,17 @@ def main():
     parser.add_argument("--server", required=True, help="the scrollback binary")
     parser.add_argument("--log", required=True, help="where the server's output goes")
     parser.add_argument("--screenshots", default=".")
+    parser.add_argument("--web", help="serve the page's files from this folder instead of the binary's copy")
     arguments = parser.parse_args()
-    url = arguments.url
-    server = Server(arguments.server, url, arguments.log)
+    server = Server(arguments.server, arguments.url, arguments.log)
     server.start()
+    proxy = WebFromDisk(arguments.web, arguments.url) if arguments.web else None
+    url = proxy.url if proxy else arguments.url
     try:
         run(url, server, arguments.screenshots)
     finally:
+        if proxy:
+            proxy.stop()
         server.stop()
     if failures:
         print(f"{len(failures)} check(s) failed", flush=True)
@@ -535,6 +655,7 @@ def run(url, server, screenshots):
         if second:
             second.quit()
     photos(url, screenshots)
+    profiles(url, server, screenshots)
 
 
 # Each image's box and the rows' places, read at once, with how many images
@@ -651,6 +772,165 @@ def photos(url, screenshots):
     finally:
         sender.quit()
         viewer.quit()
+
+
+# What the page shows of people, read at once: the rows of the open
+# conversation (sender's name, or none in a group's later rows, and the
+# avatar: its initials, the image's URL, whether it failed, its size), the
+# inbox's rows, the profile button and the title.
+PEOPLE = """
+const box = (a) => a && {
+  initials: a.querySelector('.initials').textContent, src: a.dataset.src || null,
+  failed: a.classList.contains('failed'), image: !!a.querySelector('img'),
+  width: a.getBoundingClientRect().width, height: a.getBoundingClientRect().height,
+  color: a.style.backgroundColor,
+};
+return {
+  rows: [...document.querySelectorAll('#messages li[data-seq]')].map(i => ({
+    seq: Number(i.dataset.seq),
+    sender: i.querySelector(':scope > .sender') ? i.querySelector(':scope > .sender').firstChild.textContent : null,
+    role: i.querySelector(':scope > .sender .role') ? i.querySelector(':scope > .sender .role').textContent : null,
+    text: i.querySelector('.text').textContent,
+    avatar: box(i.querySelector(':scope > .avatar')),
+  })),
+  inbox: Object.fromEntries([...document.querySelectorAll('#conversations li')].map(i => [i.dataset.id, {
+    name: i.querySelector('.name').firstChild.textContent, preview: i.querySelector('.preview').textContent,
+    avatar: box(i.querySelector('.avatar')),
+  }])),
+  me: document.getElementById('me').textContent,
+  meAvatar: box(document.querySelector('#me .avatar')),
+  title: document.getElementById('title').textContent,
+};
+"""
+
+
+def people(driver):
+    return driver.execute_script(PEOPLE)
+
+
+def senders(driver):
+    """seq -> the name a row shows (None: it continues its sender's group)."""
+    return {r["seq"]: r["sender"] for r in people(driver)["rows"]}
+
+
+def profiles(url, server, screenshots):
+    """Names and avatars from the users' profiles: emil has a display name,
+    finn.k none (his initials come from his id), gus an avatar on the
+    operator's CDN that cannot load here (its initials show in its place,
+    in a box of the same size). dora names herself with the editor, and a
+    rename by emil through the API reaches her open page live."""
+    dora = API(url, "dora")
+    emil = API(url, "emil")
+    finn = API(url, "finn.k")
+    gus = API(url, "gus")
+    emil.call("PATCH", "/v1/users/me", {"display_name": "Emil Brandt"})
+    operator = subprocess.check_output([server.binary, "token", "--server", "--name", "browser-test"], env=os.environ, text=True).strip()
+    avatar_url = "https://127.0.0.1:9/avatars/gus.png"  # refused at once: the fallback is what shows
+    request = urllib.request.Request(url + "/v1/admin/users/gus/profile", method="PUT", data=json.dumps(
+        {"display_name": "Gus Rivera", "avatar": {"url": avatar_url, "width": 64, "height": 64}}).encode())
+    request.add_header("Content-Type", "application/json")
+    request.add_header("Authorization", "Bearer " + operator)
+    with urllib.request.urlopen(request, timeout=30) as response:
+        check(json.loads(response.read())["user"]["avatar"]["url"] == avatar_url, "profiles: the operator set gus's avatar")
+
+    pair = dora.call("POST", "/v1/conversations", {"members": ["emil"], "distinct": True})["id"]
+    dora.call("POST", f"/v1/conversations/{pair}/messages", {"body": "hi emil"})
+    emil.call("POST", f"/v1/conversations/{pair}/messages", {"body": "hi dora"})
+    emil.call("POST", f"/v1/conversations/{pair}/messages", {"body": "how are you?"})
+    crew = dora.call("POST", "/v1/conversations", {"title": "crew", "members": ["emil", "finn.k", "gus"]})["id"]
+    gus.call("POST", f"/v1/conversations/{crew}/messages", {"body": "gus here"})
+    finn.call("POST", f"/v1/conversations/{crew}/messages", {"body": "finn here"})
+
+    mine = browser(900, 700)
+    theirs = None
+    try:
+        sign_in(mine, url, "dora")
+        until(mine, "both conversations in dora's inbox", lambda: {pair, crew} <= set(people(mine)["inbox"]))
+        inbox = people(mine)["inbox"]
+        check(inbox[pair]["name"] == "Emil Brandt" and inbox[pair]["preview"] == "Emil Brandt: how are you?"
+              and inbox[pair]["avatar"]["initials"] == "EB",
+              f"profiles: the one-to-one's row is named for emil, with his initials ({inbox[pair]})")
+        check(inbox[crew]["name"] == "crew" and inbox[crew]["preview"] == "finn.k: finn here"
+              and inbox[crew]["avatar"]["initials"] == "FK",
+              f"profiles: the group's row shows its last sender, finn.k (no name: his id and its initials) ({inbox[crew]})")
+        check(people(mine)["me"] == "Ddora", f"profiles: dora's profile button, before she has a name ({people(mine)['me']!r})")
+
+        # In the one-to-one: names on the first row of each sender's group.
+        open_conversation(mine, pair, 3)
+        shown = senders(mine)
+        check(shown == {1: "dora", 2: "Emil Brandt", 3: None},
+              f"profiles: senders by name, emil's second message in his group ({shown})")
+        rows = people(mine)["rows"]
+        check([r["avatar"] and r["avatar"]["initials"] for r in rows] == ["D", "EB", None],
+              f"profiles: initials in the avatars of the groups' first rows ({[r['avatar'] for r in rows]})")
+        check(people(mine)["title"] == "Emil Brandt", f"profiles: the one-to-one's title is emil's name ({people(mine)['title']!r})")
+        check_padding(mine, "profiles: a conversation with avatars")
+
+        # In the group: finn.k by his id, gus's avatar failed over to his initials.
+        open_conversation(mine, crew, 2)
+        until(mine, "gus's avatar to fail", lambda: all(r["avatar"]["failed"] for r in people(mine)["rows"] if r["avatar"]["src"]))
+        rows = {r["sender"]: r["avatar"] for r in people(mine)["rows"]}
+        check(set(rows) == {"Gus Rivera", "finn.k"} and rows["finn.k"]["initials"] == "FK" and rows["finn.k"]["src"] is None,
+              f"profiles: finn.k has no name: his id, his id's initials ({rows.get('finn.k')})")
+        g = rows.get("Gus Rivera") or {}
+        check(g.get("src") == avatar_url and g.get("failed") and not g.get("image") and g.get("initials") == "GR",
+              f"profiles: gus's avatar was tried from the operator's URL and, failing, shows his initials ({g})")
+        sizes = {(round(a["width"]), round(a["height"])) for a in rows.values()}
+        check(sizes == {(32, 32)}, f"profiles: every avatar box is the same 32 px circle, failed or not ({sizes})")
+        check(rows["finn.k"]["color"] != g.get("color"), "profiles: each user's initials sit on a color of their own")
+
+        # dora names herself with the editor; a name the server refuses
+        # shows its message and changes nothing.
+        open_conversation(mine, pair, 3)
+        theirs = browser(900, 700)
+        sign_in(theirs, url, "emil")
+        open_conversation(theirs, pair, 3)
+        mine.find_element(By.ID, "me").click()
+        field = mine.find_element(By.ID, "display-name")
+        field.send_keys("x" * 101)
+        mine.find_element(By.CSS_SELECTOR, "#profile-form button[type=submit]").click()
+        until(mine, "the editor's error", lambda: mine.find_element(By.ID, "profile-error").text)
+        error = mine.find_element(By.ID, "profile-error").text
+        check("100" in error and mine.find_element(By.ID, "profile-form").is_displayed() and people(mine)["me"] == "Ddora",
+              f"editor: a 101-character name is refused with the server's message ({error!r}), nothing changed")
+        field.clear()
+        field.send_keys("Dora Marsh")
+        mine.find_element(By.CSS_SELECTOR, "#profile-form button[type=submit]").click()
+        until(mine, "dora's own row renamed", lambda: senders(mine).get(1) == "Dora Marsh")
+        view = people(mine)
+        check(view["me"] == "DMDora Marsh" and not mine.find_element(By.ID, "profile-form").is_displayed(),
+              f"editor: the profile button shows the new name and initials ({view['me']!r}), the form closed")
+        check(view["rows"][0]["avatar"]["initials"] == "DM", f"editor: dora's own message shows DM ({view['rows'][0]['avatar']})")
+        check(dora.call("GET", "/v1/users/me")["user"]["display_name"] == "Dora Marsh", "editor: the server has dora's name")
+        until(theirs, "dora's rename in emil's window", lambda: senders(theirs).get(1) == "Dora Marsh", seconds=10)
+        check(people(theirs)["title"] == "Dora Marsh", "live: dora's rename reaches emil's open page (her row and the title)")
+
+        # emil renames himself through the API: dora's page follows live.
+        emil.call("PATCH", "/v1/users/me", {"display_name": "Emil B."})
+        renamed = time.monotonic()
+        until(mine, "emil's rename in dora's window", lambda: senders(mine).get(2) == "Emil B.", seconds=10)
+        elapsed = time.monotonic() - renamed
+        view = people(mine)
+        check(view["title"] == "Emil B." and view["inbox"][pair]["name"] == "Emil B."
+              and view["inbox"][pair]["preview"] == "Emil B.: how are you?" and view["rows"][1]["avatar"]["initials"] == "EB",
+              f"live: emil's rename through the API reaches dora's page in {elapsed * 1000:.0f} ms (row, title, inbox)")
+        # An older profile arriving late (a lower version) changes nothing.
+        version = emil.call("GET", "/v1/users/me")["user"]["version"]
+        mine.execute_script("receive({type: 'user_updated', user: {id: 'emil', display_name: 'Stale', avatar: null, version: arguments[0] - 1}})", version)
+        time.sleep(0.2)
+        check(senders(mine).get(2) == "Emil B.", "live: a profile of a lower version than the one shown is ignored")
+
+        # Clearing the name shows the id again.
+        mine.find_element(By.ID, "me").click()
+        click(mine, "#clear-name", "Clear in the editor")
+        until(mine, "dora's name cleared", lambda: senders(mine).get(1) == "dora")
+        check(people(mine)["me"] == "Ddora" and dora.call("GET", "/v1/users/me")["user"]["display_name"] is None,
+              "editor: Clear removes the name; her id shows again")
+        mine.save_screenshot(f"{screenshots}/profiles.png")
+    finally:
+        mine.quit()
+        if theirs:
+            theirs.quit()
 
 
 if __name__ == "__main__":
