@@ -1,4 +1,6 @@
+import AsyncHTTPClient
 import Foundation
+import NIOCore
 import ScrollbackModels
 
 /// Profiles: what users are called and what they look like. Every answer
@@ -48,7 +50,8 @@ extension ScrollbackClient {
 
     /// Changes the caller's own profile: `displayName` set, or `.cleared`
     /// (the identity provider's name shows again); `avatar` may only be
-    /// cleared (the operator or the provider sets one). Answers the
+    /// cleared (``uploadAvatar(_:blurhash:)`` sets one, as the operator or
+    /// the provider may). Answers the
     /// profile as it now shows.
     @discardableResult
     public func updateProfile(
@@ -59,6 +62,60 @@ extension ScrollbackClient {
                 .PATCH, "/v1/users/me", body: UpdateProfileRequest(displayName: displayName, avatar: avatar))
         }
         return envelope.user
+    }
+
+    /// Uploads the caller's avatar: `image` is the picture's bytes (PNG,
+    /// JPEG, GIF or WebP, at most ``APILimits/maxImageBytes``), `blurhash`
+    /// its placeholder. Answers the profile, whose `avatar` names the path
+    /// that serves it (load it with ``picture(_:)``).
+    @discardableResult
+    public func uploadAvatar(_ image: Data, blurhash: String? = nil) async throws(ScrollbackError) -> UserProfile {
+        let envelope: UserEnvelope = try Self.decode(
+            try await putPicture(image, "/v1/users/me/avatar", blurhash: blurhash).body)
+        profiles.learn([envelope.user])
+        return envelope.user
+    }
+
+    /// Sets conversation `id`'s image (its owner or an admin), as
+    /// ``uploadAvatar(_:blurhash:)`` does; answers the conversation.
+    @discardableResult
+    public func setConversationImage(_ image: Data, blurhash: String? = nil, in id: UUID)
+        async throws(ScrollbackError) -> Conversation
+    {
+        try Self.decode(
+            try await putPicture(image, "/v1/conversations/\(id.uuidString.lowercased())/image", blurhash: blurhash).body)
+    }
+
+    /// Removes conversation `id`'s image (its owner or an admin).
+    @discardableResult
+    public func removeConversationImage(in id: UUID) async throws(ScrollbackError) -> Conversation {
+        try await call(.DELETE, "/v1/conversations/\(id.uuidString.lowercased())/image")
+    }
+
+    /// The bytes of a picture a profile or a conversation names: one this
+    /// server keeps (its `url` is a path: asked with the caller's token),
+    /// or one elsewhere (an https URL, asked without it).
+    public func picture(_ image: ProfileImage) async throws(ScrollbackError) -> Data {
+        if image.url.hasPrefix("/") {
+            var request = HTTPClientRequest(url: baseURL + image.url)
+            request.method = .GET
+            addOnBehalfOf(to: &request.headers)
+            return try await performAuthorized(request, path: image.url).body
+        }
+        var request = HTTPClientRequest(url: image.url)
+        request.method = .GET
+        return try await perform(request, path: image.url).body
+    }
+
+    private func putPicture(_ image: Data, _ path: String, blurhash: String?) async throws(ScrollbackError) -> Reply {
+        var url = baseURL + path
+        if let blurhash { url += "?blurhash=" + blurhash.queryEscaped }
+        var request = HTTPClientRequest(url: url)
+        request.method = .PUT
+        addOnBehalfOf(to: &request.headers)
+        request.headers.add(name: "Content-Type", value: "application/octet-stream")
+        request.body = .bytes(ByteBuffer(bytes: image))
+        return try await performAuthorized(request, path: path)
     }
 
     /// `ids` as the `ids` parameter spells them: comma-separated, with a

@@ -101,6 +101,9 @@ public struct APIErrorCode: RawRepresentable, Codable, Sendable, Hashable, CaseI
     /// A display name that is empty, too long or invisible, or an avatar's
     /// URL that is not an https URL.
     public static let invalidProfile = APIErrorCode(rawValue: "invalid_profile")
+    /// An avatar or a conversation image that is not a PNG, JPEG, GIF or
+    /// WebP image, or whose header gives no size the server takes.
+    public static let invalidImage = APIErrorCode(rawValue: "invalid_image")
     /// A conversation's `description` is too long or contains U+0000.
     public static let invalidDescription = APIErrorCode(rawValue: "invalid_description")
     /// Custom data (`data`) that is not a JSON object, or passes one of its
@@ -192,7 +195,7 @@ public struct APIErrorCode: RawRepresentable, Codable, Sendable, Hashable, CaseI
         .tooManyItems, .invalidLayoutInput, .invalidReplyTo, .invalidEmoji, .tooManyReactions, .notAThreadRoot,
         .invalidUpload, .invalidUploadSize, .invalidUploadContent, .tooManyUploads, .uploadKindNotAllowed,
         .invalidAttachments,
-        .invalidProfile,
+        .invalidProfile, .invalidImage,
         .invalidDevice, .tooManyDevices, .invalidMute, .invalidRole, .invalidSlowMode, .invalidBan, .memberBanned,
         .slowMode, .invalidReport, .invalidResolution,
         .invalidDescription, .invalidData, .invalidMessageType,

@@ -14,6 +14,8 @@ public enum APILimits {
     public static let maxDisplayNameLength = 100
     /// An avatar's or a conversation image's URL, in UTF-8 bytes.
     public static let maxImageURLBytes = 2_048
+    /// The largest avatar or conversation image kept by the server, in bytes.
+    public static let maxImageBytes = 2 * 1024 * 1024
     /// A user search's `q`: 1 to this many code points.
     public static let maxUserQueryLength = 100
     /// Profiles asked for at once (`GET /v1/users?ids=`).

@@ -22,6 +22,7 @@ public struct Conversation: Codable, Sendable, Hashable {
         case firstSeq = "first_seq"
         case description
         case data
+        case image
     }
 
     public var id: UUID
@@ -30,6 +31,10 @@ public struct Conversation: Codable, Sendable, Hashable {
     public var description: String?
     /// The app's own data (`CustomData`); nil when none. The server never reads it.
     public var data: CustomData?
+    /// The conversation's picture, set by its owner or an admin (uploaded:
+    /// `url` is a path on this server) or the operator (a URL elsewhere);
+    /// nil when none.
+    public var image: ProfileImage?
     public var createdBy: String
     public var createdAt: Date
     /// The seq of the newest message (0 while the conversation is empty).
@@ -71,10 +76,11 @@ public struct Conversation: Codable, Sendable, Hashable {
         readSeq: Int64 = 0, unreadCount: Int64 = 0, unreadMentions: Int64 = 0, lastMessage: Message? = nil,
         version: Int64 = 0, activity: Int64 = 0, muted: Bool = false, mutedUntil: Date? = nil,
         role: MemberRole = .member, slowModeSeconds: Int = 0, firstSeq: Int64 = 1, description: String? = nil,
-        data: CustomData? = nil
+        data: CustomData? = nil, image: ProfileImage? = nil
     ) {
         self.id = id
         self.title = title
+        self.image = image
         self.createdBy = createdBy
         self.createdAt = createdAt
         self.lastSeq = lastSeq
@@ -123,6 +129,7 @@ public struct Conversation: Codable, Sendable, Hashable {
         firstSeq = try container.decodeIfPresent(Int64.self, forKey: .firstSeq) ?? 1
         description = try container.decodeIfPresent(String.self, forKey: .description)
         data = try container.decodeIfPresent(CustomData.self, forKey: .data)
+        image = try container.decodeIfPresent(ProfileImage.self, forKey: .image)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -130,6 +137,7 @@ public struct Conversation: Codable, Sendable, Hashable {
         // Present only when set, as `write(to:)` writes them.
         try container.encodeIfPresent(description, forKey: .description)
         try container.encodeIfPresent(data, forKey: .data)
+        try container.encodeIfPresent(image, forKey: .image)
         // Lowercase, as PostgreSQL and most clients spell UUIDs.
         try container.encode(id.uuidString.lowercased(), forKey: .id)
         try container.encode(title, forKey: .title)
@@ -335,6 +343,10 @@ extension Conversation: JSONWritable {
         writer.number(firstSeq)
         writer.key("id")
         writer.uuid(id)
+        if let image {
+            writer.key("image")
+            image.write(to: &writer)
+        }
         writer.key("last_message")
         if let lastMessage { lastMessage.write(to: &writer) } else { writer.null() }
         writer.key("last_seq")
@@ -426,5 +438,37 @@ public struct MuteState: Codable, Sendable, Equatable {
         try container.encode(conversationId.uuidString.lowercased(), forKey: .conversationId)
         try container.encode(muted, forKey: .muted)
         try container.encode(mutedUntil, forKey: .mutedUntil)
+    }
+}
+
+/// `PUT /v1/admin/conversations/{id}/image`: a URL elsewhere (the
+/// operator's CDN), or null for none.
+public struct SetConversationImageRequest: Codable, Sendable, Equatable {
+    public var image: ProfileImage?
+
+    public init(image: ProfileImage?) {
+        self.image = image
+    }
+}
+
+/// A conversation's picture after the operator set it.
+public struct ConversationImage: Codable, Sendable, Equatable {
+    enum CodingKeys: String, CodingKey {
+        case conversationId = "conversation_id"
+        case image
+    }
+
+    public var conversationId: UUID
+    public var image: ProfileImage?
+
+    public init(conversationId: UUID, image: ProfileImage?) {
+        self.conversationId = conversationId
+        self.image = image
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(conversationId.uuidString.lowercased(), forKey: .conversationId)
+        try container.encode(image, forKey: .image)
     }
 }

@@ -107,6 +107,7 @@ extension ScrollbackStore {
         me.read_seq, \(unreadCount) AS unread_count, \(unreadMentions) AS unread_mentions,
         \(mutedNow) AS muted, CASE WHEN \(mutedNow) THEN me.muted_until END AS muted_until,
         me.role, c.slow_mode_seconds, c.description AS conversation_description, c.data AS conversation_data,
+        c.image::text AS conversation_image,
         \(MessageRow.columns("lm", conversation: "c.id", readers: "ARRAY[me.user_id]"))
         """
 
@@ -172,8 +173,16 @@ extension ScrollbackStore {
             slowModeSeconds: Int(try columns["slow_mode_seconds"].decode(Int32.self)),
             firstSeq: try columns["first_seq"].decode(Int64.self),
             description: try columns["conversation_description"].decode(String?.self),
-            data: try storedData(try columns["conversation_data"].decode(String?.self)))
+            data: try storedData(try columns["conversation_data"].decode(String?.self)),
+            image: try storedImage(try columns["conversation_image"].decode(String?.self)))
         return conversation
+    }
+
+    /// A picture as a `jsonb` column holds it (nil: none).
+    static func storedImage(_ json: String?) throws -> ProfileImage? {
+        guard let json else { return nil }
+        guard let image = try? JSONDecoder().decode(ProfileImage.self, from: Data(json.utf8)) else { throw MalformedRow() }
+        return image
     }
 
     /// Custom data as a `jsonb` column holds it (nil: none).

@@ -50,7 +50,6 @@ extension ScrollbackStore {
         """
     }
 
-    private static let avatarDecoder = JSONDecoder()
     static let avatarEncoder: JSONEncoder = {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
@@ -61,20 +60,8 @@ extension ScrollbackStore {
         id: UserID, displayName: String?, avatar: String?, tokenName: String?, tokenPicture: String?, version: Int64,
         data: String?
     ) throws -> StoredProfile {
-        var image: ProfileImage?
-        if let avatar {
-            guard let decoded = try? avatarDecoder.decode(ProfileImage.self, from: Data(avatar.utf8)) else {
-                throw MalformedRow()
-            }
-            image = decoded
-        }
-        var custom: CustomData?
-        if let data {
-            guard let decoded = try? CustomData(json: Data(data.utf8)) else { throw MalformedRow() }
-            custom = decoded
-        }
-        return StoredProfile(
-            id: id, displayName: displayName, avatar: image, data: custom,
+        StoredProfile(
+            id: id, displayName: displayName, avatar: try storedImage(avatar), data: try storedData(data),
             token: TokenProfile(name: tokenName, picture: tokenPicture), version: version)
     }
 
@@ -247,11 +234,14 @@ extension ScrollbackStore {
     /// for the webhook.
     @discardableResult
     func changeProfile(
-        of user: UserID, as name: StatementName = .profiles, _ change: @escaping @Sendable (inout StoredProfile) -> Void
+        of user: UserID, as name: StatementName = .profiles,
+        alongside: (@Sendable (PostgresConnection, Logger) async throws -> Void)? = nil,
+        _ change: @escaping @Sendable (inout StoredProfile) -> Void
     ) async throws -> UserProfile {
         defer { profileCache.invalidate(user) }
         return try await withTransaction(as: name) { [logger] connection in
             try await Self.record(user, on: connection, logger: logger)
+            try await alongside?(connection, logger)
             let rows = try await connection.query(
                 "SELECT u.id, \(unescaped: Self.profileColumns) FROM users u WHERE u.id = \(user.rawValue) FOR UPDATE",
                 logger: logger
@@ -261,6 +251,10 @@ extension ScrollbackStore {
             var after = before
             change(&after)
             guard after != before else { return before.shown }
+            if Self.isKept(before.avatar) && !Self.isKept(after.avatar) {
+                // An avatar kept here that no longer shows (cleared, or the operator's URL instead).
+                _ = try await connection.query("DELETE FROM images WHERE user_id = \(user.rawValue)", logger: logger).collect()
+            }
             let shows = after.shown != before.shown
             let avatar = try after.avatar.map { String(decoding: try Self.avatarEncoder.encode($0), as: UTF8.self) }
             let updated = try await connection.query(

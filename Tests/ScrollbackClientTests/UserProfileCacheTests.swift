@@ -150,6 +150,34 @@ import Testing
         }
     }
 
+    /// The kit uploads an avatar and a conversation image and loads both;
+    /// a file that is no picture is refused with the server's reason.
+    @Test func theKitUploadsAndLoadsAvatarsAndConversationImages() async throws {
+        try await LiveCluster.run { cluster in
+            let (alice, bob, id) = try await Self.aliceAndBob(cluster)
+            var png: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 13] + Array("IHDR".utf8)
+            png += [0, 0, 0, 40, 0, 0, 0, 30, 8, 6, 0, 0, 0, 0, 0, 0, 0] + Array(repeating: 7, count: 64)
+            let profile = try await alice.uploadAvatar(Data(png), blurhash: "LEHV6nWB2yk8pyo0adR*.7kCMdnj")
+            let avatar = try #require(profile.avatar)
+            #expect(avatar.width == 40 && avatar.height == 30 && avatar.url.hasPrefix("/v1/users/alice/avatar?v="))
+            #expect(alice.profiles["alice"]?.avatar == avatar, "the caller's own upload is cached")
+            let seen = try #require(try await bob.user("alice").avatar)
+            #expect(Array(try await bob.picture(seen)) == png)
+
+            let conversation = try await alice.setConversationImage(Data(png), in: id)
+            let image = try #require(conversation.image)
+            #expect(Array(try await bob.picture(image)) == png)
+            do {
+                try await alice.uploadAvatar(Data("not a picture".utf8))
+                Issue.record("a text file was taken as an avatar")
+            } catch let error as ScrollbackError {
+                #expect(error.code == .invalidImage)
+            }
+            #expect(try await alice.removeConversationImage(in: id).image == nil)
+            await #expect(throws: ScrollbackError.self) { try await bob.picture(image) }
+        }
+    }
+
     @Test func aRenameReachesTheRowsOfBothModels() async throws {
         try await LiveCluster.run { cluster in
             let (alice, bob, id) = try await Self.aliceAndBob(cluster)

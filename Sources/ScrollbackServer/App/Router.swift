@@ -35,10 +35,12 @@ func buildRouter(
     MuteController(store: store).addRoutes(to: v1)
     PresenceController(store: store).addRoutes(to: v1)
     UserController(store: store).addRoutes(to: v1)
+    ImageController(store: store).addRoutes(to: v1)
     // The operator's routes: server tokens only, every call audited.
     let admin = router.group("v1/admin").add(middleware: OperatorMiddleware(tokens: tokens, store: store))
     AdminController(store: store, revocations: tokens.revocations).addRoutes(to: admin)
     UserController(store: store).addAdminRoutes(to: admin)
+    ImageController(store: store).addAdminRoutes(to: admin)
     StreamController.addPlainRoute(to: router)
     if demo { DemoController(tokens: tokens).addRoutes(to: router) }
     router.add(middleware: MethodNotAllowedMiddleware(routes: router.routes.map { ($0.method, $0.path.description) }))

@@ -7,12 +7,27 @@ import HTTPTypes
 /// its body arrives.
 enum UploadBodies {
     static func allows(_ method: HTTPRequest.Method, _ path: String) -> Bool {
-        if isImport(method, path) { return true }
+        if isImport(method, path) || isImage(method, path) { return true }
         guard method == .put else { return false }
-        let bare = path.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
-        let parts = bare.split(separator: "/", omittingEmptySubsequences: false)
+        let parts = segments(path)
         return parts.count == 6 && parts[0].isEmpty && parts[1] == "v1" && parts[2] == "conversations"
             && !parts[3].isEmpty && parts[4] == "uploads" && !parts[5].isEmpty
+    }
+
+    /// A picture's bytes (`PUT /v1/users/me/avatar`, `PUT
+    /// /v1/conversations/{id}/image`): read whole, up to
+    /// ``APILimits/maxImageBytes`` (the handler refuses more).
+    static func isImage(_ method: HTTPRequest.Method, _ path: String) -> Bool {
+        guard method == .put else { return false }
+        let parts = segments(path)
+        return parts == ["", "v1", "users", "me", "avatar"]
+            || (parts.count == 5 && parts[0].isEmpty && parts[1] == "v1" && parts[2] == "conversations"
+                && !parts[3].isEmpty && parts[4] == "image")
+    }
+
+    private static func segments(_ path: String) -> [Substring] {
+        let bare = path.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+        return bare.split(separator: "/", omittingEmptySubsequences: false)
     }
 
     /// An import (`POST /v1/admin/import`, server tokens only): read line by

@@ -24,7 +24,7 @@ struct UserController {
     }
 
     /// The caller (a user, or nil for the operator on the admin routes).
-    private static func viewer(_ context: ScrollbackRequestContext) -> UserID? {
+    static func viewer(_ context: ScrollbackRequestContext) -> UserID? {
         context.operatorName != nil && context.userID == nil ? nil : context.userID
     }
 
@@ -124,7 +124,7 @@ struct UserController {
         if case .set = input.avatar {
             throw APIError.unprocessable(
                 .invalidProfile,
-                "Field `avatar` is set by the operator (PUT /v1/admin/users/{id}/profile) or the identity provider's `picture`; send null to clear yours.")
+                "Field `avatar` takes only null here (clear yours): upload a picture with PUT /v1/users/me/avatar; a URL is set by the operator (PUT /v1/admin/users/{id}/profile) or the identity provider's `picture`.")
         }
         return JSONBody(UserEnvelope(user: try await store.updateProfile(of: user, input)))
     }

@@ -7,15 +7,15 @@ import ScrollbackModels
 enum RequestBody {
     static let decoder = ScrollbackJSON.decoder()
 
-    /// The body as `type`; an empty body is refused, or is `empty` when one is given.
-    static func decode<T: Decodable>(
-        _ type: T.Type, from request: Request, context: ScrollbackRequestContext, orEmpty empty: T? = nil
-    ) async throws -> T {
+    /// The whole body, of at most `limit` bytes (413 past it).
+    static func bytes(of request: Request, context: ScrollbackRequestContext, limit: Int) async throws -> ByteBuffer {
         var request = request
-        let limit = context.maxBodyBytes
-        let buffer: ByteBuffer
+        if let declared = request.headers[.contentLength], let length = Int(declared), length > limit {
+            context.refuseRestOfRequest()
+            throw APIError.payloadTooLarge(limit: limit)
+        }
         do {
-            buffer = try await request.collectBody(upTo: limit)
+            return try await request.collectBody(upTo: limit)
         } catch is NIOTooManyBytesError {
             // A chunked body that passed the limit: the rest is never read.
             context.refuseRestOfRequest()
@@ -24,6 +24,13 @@ enum RequestBody {
             context.refuseRestOfRequest()
             throw APIError.payloadTooLarge(limit: limit)
         }
+    }
+
+    /// The body as `type`; an empty body is refused, or is `empty` when one is given.
+    static func decode<T: Decodable>(
+        _ type: T.Type, from request: Request, context: ScrollbackRequestContext, orEmpty empty: T? = nil
+    ) async throws -> T {
+        let buffer = try await bytes(of: request, context: context, limit: context.maxBodyBytes)
         guard buffer.readableBytes > 0 else {
             if let empty { return empty }
             throw APIError.badRequest(.invalidJSON, "The request needs a JSON object body.")
