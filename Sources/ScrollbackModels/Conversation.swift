@@ -449,6 +449,20 @@ public struct SetConversationImageRequest: Codable, Sendable, Equatable {
     public init(image: ProfileImage?) {
         self.image = image
     }
+
+    /// `image` must be given: null says "none", its absence nothing.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        guard container.contains(.image) else {
+            throw DecodingError.keyNotFound(
+                CodingKeys.image, .init(codingPath: [], debugDescription: "`image` is required (null for none)."))
+        }
+        image = try container.decodeIfPresent(ProfileImage.self, forKey: .image)
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case image
+    }
 }
 
 /// A conversation's picture after the operator set it.

@@ -161,6 +161,8 @@ import Testing
             let badURL = try await cluster.request(
                 .PUT, operatorPath, token: server, body: #"{"image": {"url": "http://cdn.example/a.png"}}"#)
             #expect(badURL.status == 422)
+            let missing = try await cluster.request(.PUT, operatorPath, token: server, body: "{}")
+            #expect(missing.status == 400 && missing.code == .invalidField)
             let unknown = try await cluster.request(
                 .PUT, "/v1/admin/conversations/\(UUID())/image", token: server, body: url)
             #expect(unknown.status == 404)
