@@ -64,16 +64,7 @@ extension ScrollbackStore {
         return try await changeProfile(
             of: user,
             alongside: { connection, logger in
-                _ = try await connection.query(
-                    """
-                    INSERT INTO images (user_id, content_type, bytes, sha256)
-                    VALUES (\(user.rawValue), \(image.contentType), \(Self.bytea(image.bytes)), \(image.sha256))
-                    ON CONFLICT (user_id) WHERE user_id IS NOT NULL
-                    DO UPDATE SET content_type = EXCLUDED.content_type, bytes = EXCLUDED.bytes,
-                                  sha256 = EXCLUDED.sha256, created_at = now()
-                    """,
-                    logger: logger
-                ).collect()
+                try await Self.keep(image, owner: "user_id", user.rawValue, on: connection, logger: logger)
             }
         ) { $0.avatar = shown }
     }
@@ -109,16 +100,7 @@ extension ScrollbackStore {
             }
             guard role.may(.setTitle) else { return .forbidden(.updateConversation) }
             if let kept {
-                _ = try await connection.query(
-                    """
-                    INSERT INTO images (conversation_id, content_type, bytes, sha256)
-                    VALUES (\(id), \(kept.contentType), \(Self.bytea(kept.bytes)), \(kept.sha256))
-                    ON CONFLICT (conversation_id) WHERE conversation_id IS NOT NULL
-                    DO UPDATE SET content_type = EXCLUDED.content_type, bytes = EXCLUDED.bytes,
-                                  sha256 = EXCLUDED.sha256, created_at = now()
-                    """,
-                    logger: logger
-                ).collect()
+                try await Self.keep(kept, owner: "conversation_id", id.uuidString.lowercased(), on: connection, logger: logger)
             } else {
                 _ = try await connection.query("DELETE FROM images WHERE conversation_id = \(id)", logger: logger).collect()
             }
@@ -149,5 +131,26 @@ extension ScrollbackStore {
         return ImageBytes(contentType: type, bytes: Array(bytes.readableBytesView), sha256: sha)
     }
 
-    static func bytea(_ bytes: [UInt8]) -> ByteBuffer { ByteBuffer(bytes: bytes) }
+    /// Keeps `image` as the picture of the row whose `owner` column
+    /// (`user_id` or `conversation_id`) is `id`, replacing the one it had.
+    static func keep(
+        _ image: StoredImage, owner: String, _ id: String, on connection: PostgresConnection, logger: Logger
+    ) async throws {
+        let cast = owner == "conversation_id" ? "::uuid" : ""
+        var bindings = PostgresBindings()
+        bindings.append(id)
+        bindings.append(image.contentType)
+        bindings.append(ByteBuffer(bytes: image.bytes))
+        bindings.append(image.sha256)
+        _ = try await connection.query(
+            PostgresQuery(
+                unsafeSQL: """
+                    INSERT INTO images (\(owner), content_type, bytes, sha256) VALUES ($1\(cast), $2, $3, $4)
+                    ON CONFLICT (\(owner)) WHERE \(owner) IS NOT NULL
+                    DO UPDATE SET content_type = EXCLUDED.content_type, bytes = EXCLUDED.bytes,
+                                  sha256 = EXCLUDED.sha256, created_at = now()
+                    """, binds: bindings),
+            logger: logger
+        ).collect()
+    }
 }
