@@ -667,6 +667,8 @@ const top = viewport.getBoundingClientRect().top;
 return {
   scrollTop: viewport.scrollTop, viewport: viewport.clientHeight, scrollHeight: viewport.scrollHeight,
   rows: [...document.querySelectorAll('#messages li')].map(i => [i.dataset.seq || null, i.getBoundingClientRect().top - top + viewport.scrollTop]),
+  seen: [...document.querySelectorAll('#messages li')].flatMap(i => [...i.querySelectorAll(':scope > .time')]
+    .filter(t => t.textContent.startsWith('seen by')).map(t => [i.dataset.seq || null, t.textContent])),
   boxes: [...document.querySelectorAll('#messages .attachment.image')].map(b => {
     const r = b.getBoundingClientRect();
     const img = b.querySelector('img');
@@ -748,9 +750,12 @@ def photos(url, screenshots):
             sender.find_element(By.ID, "body").send_keys("from the attach button")
             chooser.send_keys(path)
             count = len(sizes) + 1
-            until(viewer, "alice's photo in bob's window",
-                  lambda: len(viewer.execute_script(PHOTOS)["boxes"]) == count, seconds=30)
-            arrived = viewer.execute_script(PHOTOS)
+            # alice's window marks her photo read, and bob's window moves
+            # "seen by alice" from the row before to the photo's: a change
+            # of its own, so the shot before the bytes waits for it.
+            arrived = until(viewer, "alice's photo in bob's window, seen by her",
+                            lambda: (shot := viewer.execute_script(PHOTOS))["seen"][-1:] == [[str(2 * len(sizes) + 1), "seen by alice"]]
+                            and len(shot["boxes"]) == count and shot, seconds=30)
             newest = arrived["boxes"][-1]
             check(newest["w"] == 1000 and newest["h"] == 750 and not newest["loaded"],
                   f"live photo: appears in bob's window before its bytes ({newest['w']}x{newest['h']}, loaded: {newest['loaded']})")
