@@ -13,8 +13,10 @@
 public struct KnownVersion: Sendable, Equatable {
     /// Everything held is current as of this version.
     public private(set) var current: Int64 = 0
-    /// The version from which the live subscription carries every change
-    /// (its `subscribed` frame's); nil before the first subscription.
+    /// The version from which changes seen live keep what is held current:
+    /// the live subscription's (its `subscribed` frame's), or the highest
+    /// seen when rows read before it joined; nil before the first
+    /// subscription and after its loss.
     public private(set) var liveFrom: Int64?
     /// The highest version seen anywhere: a write's answer, a page, a
     /// change set, a live frame. A page read later must be at least this
@@ -50,6 +52,18 @@ public struct KnownVersion: Sendable, Equatable {
     public mutating func replaced(at version: Int64) {
         saw(version)
         current = version
+    }
+
+    /// Rows read at `version` joined what is held (an older page, a gap's
+    /// page): when the read is older than what is held, the rows it
+    /// brought may lack changes applied meanwhile (a change to a row not
+    /// held is not kept), so what is held is current only as of the read,
+    /// and changes seen live move it on again only once what lies between
+    /// the read and them is fetched: as after a subscription from `seen`.
+    public mutating func joined(readAt version: Int64) {
+        guard version < current else { return saw(version) }
+        current = version
+        if let liveFrom { self.liveFrom = max(liveFrom, seen) }
     }
 
     /// A subscription is live from `version` on: the version to catch up

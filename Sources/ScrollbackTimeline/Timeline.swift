@@ -280,6 +280,7 @@ public struct Timeline: Sendable, Equatable {
         let pageMessages = page.messages.filter(belongs)
         let pageSeqs = Set(pageMessages.map(\.seq))
         let outside = stored.keys.filter { !pageSeqs.contains($0) }
+        let brings = pageSeqs.contains { stored[$0] == nil }
         let (oldestBefore, newestBefore) = (stored.keys.min(), stored.keys.max())
         for message in pageMessages { store(message) }
         lastSeq = max(lastSeq, page.lastSeq)
@@ -302,7 +303,12 @@ public struct Timeline: Sendable, Equatable {
         }
         if pageMessages.isEmpty, !isLoaded { hasOlder = false }
         for after in gapsRequested where stored[after + 1] != nil { gapsRequested.remove(after) }
-        if !isLoaded || outside.isEmpty {
+        if isLoaded, brings, page.version < versions.current {
+            // Read before changes applied since: a change to a row it
+            // brought was not kept while the row was not held.
+            versions.joined(readAt: page.version)
+            effects += requestCatchUp()
+        } else if !isLoaded || outside.isEmpty {
             versions.caughtUp(to: page.version)
         } else if !versions.isCurrent(asOf: page.version) {
             // The page's rows are current as of its version, the others only

@@ -42,4 +42,20 @@ import Testing
         #expect(versions.current == 10 && versions.seen == 12, "11 was not seen: nothing proves it applied")
         #expect(versions.subscribed(at: 12) == 10, "catch up from 10, the edit at 11 included")
     }
+
+    @Test func rowsReadBeforeWhatIsHeldMakeItCurrentOnlyAsOfTheirRead() {
+        var versions = KnownVersion()
+        versions.caughtUp(to: 8)
+        #expect(versions.subscribed(at: 8) == nil)
+        versions.sawLive(10)
+        versions.joined(readAt: 9)
+        #expect(versions.current == 9 && versions.seen == 10, "an edit at 10 of a row the read brought is not held")
+        versions.sawLive(11)
+        #expect(versions.current == 9, "10 is still missing from what the read brought")
+        versions.caughtUp(to: 11)  // the changes since 9
+        versions.sawLive(12)
+        #expect(versions.current == 12, "caught up: live changes move what is held on again")
+        versions.joined(readAt: 13)
+        #expect(versions.current == 12 && versions.seen == 13, "a newer read says nothing of the rest")
+    }
 }

@@ -60,6 +60,32 @@ import Testing
         #expect(timeline.version == 51)
     }
 
+    /// An older page read before a live edit of one of its rows arrives
+    /// after it: the edit came while the row was not in the window, so it
+    /// was not kept, and the page does not have it. The window is current
+    /// only as of the page, so the changes since it are fetched.
+    @Test func anOlderPageReadBeforeALiveEditOfItsRowsFetchesTheChangesSinceThePage() {
+        var history = History(count: 50)
+        var timeline = Timeline(conversationId: History.id, settings: Self.settings())
+        timeline.apply(.pageLoaded(history.page(limit: 20)))
+        #expect(timeline.apply(.subscribed(lastSeq: 50, version: 50)).effects.isEmpty)
+        let read = history.page(before: 31, limit: 20)  // read now, answered later
+        history.messages[24].body = "edited"
+        history.messages[24].version = 51
+        timeline.apply(.messageUpdated(history.messages[24]))
+        #expect(timeline.version == 51)
+        let effects = timeline.apply(.pageLoaded(read)).effects
+        #expect(effects.contains(.catchUp(sinceVersion: 50)))
+        #expect(timeline.version == 50, "the rows the page brought are current as of the page only")
+        timeline.apply(.changesApplied(history.changes(since: 50)))
+        #expect(timeline.messages.first { $0.seq == 25 }?.body == "edited")
+        #expect(timeline.version == 51)
+        // A page that brings no row new to the window asks for nothing.
+        let again = timeline.apply(.pageLoaded(read)).effects
+        #expect(!again.contains { if case .catchUp = $0 { true } else { false } })
+        #expect(timeline.version == 51)
+    }
+
     /// The same with a catch-up in flight from a version above the jump's
     /// page: its answer leaves out what lies between, which is fetched next.
     @Test func aCatchUpInFlightPastAJumpsPageIsFollowedByOneFromThePage() {

@@ -309,54 +309,75 @@ struct History {
         #expect(timeline.apply(.liveMessage(History.message(seq: 9))).effects.isEmpty)
     }
 
-    /// Pages, live messages (duplicated, out of order), edits, and the
-    /// catch-ups and gap fills the timeline asks for, interleaved at random:
-    /// the timeline ends with exactly what a fresh fetch of its window gives.
+    /// Pages, live messages (duplicated), edits, scrolling, dropped and
+    /// resumed subscriptions, and the catch-ups and gap fills the timeline
+    /// asks for (answered at once or after later changes), interleaved at
+    /// random: the timeline ends with exactly what a fresh fetch of its
+    /// window gives. The socket delivers its frames in order; reads
+    /// (pages, change sets) arrive in any order, read at one time and
+    /// delivered after what changed since.
     @Test(arguments: 0..<60)
     func anyInterleavingEndsAsAFreshFetch(seed: UInt64) throws {
         var rng = Xoshiro(seed: (seed, 7, 11, 13))
-        let total = Int.random(in: 20...120, using: &rng)
-        var history = History(count: 0)
+        for _ in 0..<8 { _ = rng.next() }  // away from the seed's small first words
+        let before = Int.random(in: 0...100, using: &rng)
+        let total = before + Int.random(in: 20...120, using: &rng)
+        var history = History(count: before)
         var timeline = Timeline(conversationId: History.id)
         var pendingEffects: [TimelineEffect] = []
-        var inFlight: [TimelineAction] = []
+        var socket: [TimelineAction] = []
+        var reads: [TimelineAction] = []
+        var connected = true
         func deliver(_ action: TimelineAction) {
             pendingEffects += timeline.apply(action).effects
         }
-        deliver(.pageLoaded(history.page(limit: 20)))  // the screen opens: an empty conversation
+        deliver(.pageLoaded(history.page(limit: 20)))  // the screen opens
+        deliver(.subscribed(lastSeq: Int64(before), version: history.version))
         // The server's history grows while the client loads and listens.
         for step in 0..<(total * 3) {
             switch Int.random(in: 0..<10, using: &rng) {
             case 0...3 where history.messages.count < total:
                 let message = History.message(seq: Int64(history.messages.count + 1), version: history.version + 1)
                 history.messages.append(message)
-                inFlight.append(.liveMessage(message))
-                if Bool.random(using: &rng) { inFlight.append(.liveMessage(message)) }  // duplicated
+                if connected {
+                    socket.append(.liveMessage(message))
+                    if Bool.random(using: &rng) { socket.append(.liveMessage(message)) }  // duplicated
+                }
             case 4 where !history.messages.isEmpty:
                 let index = Int.random(in: 0..<history.messages.count, using: &rng)
                 history.messages[index].body = "edited at \(step)"
                 history.messages[index].version = history.version + 1
-                inFlight.append(.messageUpdated(history.messages[index]))
+                if connected { socket.append(.messageUpdated(history.messages[index])) }
             case 5:
-                inFlight.append(.pageLoaded(history.page(limit: 20)))
-            case 6:
-                // A live frame lost (a disconnect): only a gap or a catch-up brings it back.
-                if !inFlight.isEmpty { inFlight.remove(at: Int.random(in: 0..<inFlight.count, using: &rng)) }
+                reads.append(.pageLoaded(history.page(limit: 20)))
+            case 6 where connected:
+                // The connection drops: the frames not delivered are lost.
+                socket.removeAll()
+                deliver(.unsubscribed)
+                connected = false
+            case 7:
+                // The reader scrolls to the top: older pages load.
+                if let top = timeline.layout?.maxScrollOffset { deliver(.scrolled(offsetFromBottom: top)) }
+            case 8 where !connected:
+                deliver(.subscribed(lastSeq: Int64(history.messages.count), version: history.version))
+                connected = true
             default:
                 break
             }
-            // Deliver one in-flight action, not necessarily the oldest.
-            if !inFlight.isEmpty, Bool.random(using: &rng) {
-                let index = Int.random(in: 0..<min(inFlight.count, 3), using: &rng)
-                deliver(inFlight.remove(at: index))
-            }
-            // Answer one requested effect from the history as it is now.
+            if !socket.isEmpty, Bool.random(using: &rng) { deliver(socket.removeFirst()) }
+            // Answer one requested effect from the history as it is now:
+            // delivered at once, or later.
             if !pendingEffects.isEmpty, Bool.random(using: &rng) {
-                deliver(Self.answer(pendingEffects.removeFirst(), from: history))
+                let answer = Self.answer(pendingEffects.removeFirst(), from: history)
+                if Bool.random(using: &rng) { deliver(answer) } else { reads.append(answer) }
+            }
+            if !reads.isEmpty, Bool.random(using: &rng) {
+                deliver(reads.remove(at: Int.random(in: 0..<reads.count, using: &rng)))
             }
         }
-        for action in inFlight { deliver(action) }
+        for action in socket + reads { deliver(action) }
         // Reconnect: resubscribe, and do what the timeline asks until it asks nothing.
+        deliver(.unsubscribed)
         deliver(.subscribed(lastSeq: Int64(history.messages.count), version: history.version))
         var rounds = 0
         while !pendingEffects.isEmpty, rounds < 1_000 {
@@ -368,6 +389,7 @@ struct History {
         #expect(timeline.messages == fresh, "seed \(seed)")
         #expect(timeline.gaps.isEmpty)
         #expect(range.upperBound == Int64(history.messages.count))
+        #expect(timeline.version == history.version, "seed \(seed): current as of the newest change")
     }
 
     static func answer(_ effect: TimelineEffect, from history: History) -> TimelineAction {
