@@ -138,29 +138,8 @@ extension ScrollbackStore {
     public func searchUsers(
         _ query: String, visibleTo viewer: UserID?, after: UserSearchPosition?, limit: Int
     ) async throws -> (users: [UserProfile], next: UserSearchPosition?) {
-        let pattern =
-            query.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "%", with: "\\%")
-            .replacingOccurrences(of: "_", with: "\\_") + "%"
-        var bindings = PostgresBindings()
-        bindings.append(pattern)
-        bindings.append(viewer?.rawValue ?? "")
-        bindings.append(after?.sortName ?? "")
-        bindings.append(after?.id.rawValue ?? "")
-        bindings.append(limit + 1)
-        let visible =
-            viewer == nil ? "" : "AND u.id <> $2 AND \(Self.sharesConversation("u.id", with: "$2"))"
-        let rows = try await rows(
-            PostgresQuery(
-                unsafeSQL: """
-                    SELECT u.id, \(Self.profileColumns), u.sort_name
-                    FROM users u
-                    WHERE u.id IN (SELECT w.user_id FROM user_words w WHERE w.word LIKE $1 ESCAPE '\\')
-                      \(visible)
-                      AND (u.sort_name, u.id) > ($3, $4)
-                    ORDER BY u.sort_name, u.id
-                    LIMIT $5
-                    """, binds: bindings),
-            writes: false, as: .profiles)
+        let (sql, bindings) = Self.userSearch(query, visibleTo: viewer, after: after, limit: limit)
+        let rows = try await rows(PostgresQuery(unsafeSQL: sql, binds: bindings), writes: false, as: .profiles)
         var users: [UserProfile] = []
         var last: UserSearchPosition?
         for row in rows.prefix(limit) {
@@ -171,6 +150,54 @@ extension ScrollbackStore {
             last = UserSearchPosition(sortName: sortName, id: profile.id)
         }
         return (users, rows.count > limit ? last : nil)
+    }
+
+    /// The statement of a page of user search and its binds: `$1` the
+    /// query as a `LIKE` prefix, `$2` the viewer, `$3` and `$4` the position
+    /// after which the page starts, `$5` how many rows to read, `$6` the
+    /// query's first one to three characters (`sql/033_user_search_order.sql`):
+    /// the users of words starting with them come out of
+    /// `user_words_by_prefix_N` in page order. The operator's form reads
+    /// that index from the position on; the member's reads the users they
+    /// share a conversation with once, then their words, and the planner
+    /// may still start from the prefix's index when those users are many.
+    static func userSearch(
+        _ query: String, visibleTo viewer: UserID?, after: UserSearchPosition?, limit: Int
+    ) -> (sql: String, binds: PostgresBindings) {
+        let pattern =
+            query.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "%", with: "\\%")
+            .replacingOccurrences(of: "_", with: "\\_") + "%"
+        // Characters as PostgreSQL's `left` counts them in UTF-8: code points.
+        let scalars = query.unicodeScalars
+        let length = min(max(scalars.count, 1), 3)
+        var bindings = PostgresBindings()
+        bindings.append(pattern)
+        bindings.append(viewer?.rawValue ?? "")
+        bindings.append(after?.sortName ?? "")
+        bindings.append(after?.id.rawValue ?? "")
+        bindings.append(limit + 1)
+        bindings.append(String(String.UnicodeScalarView(scalars.prefix(length))))
+        // Up to three characters, the equality is the whole condition.
+        let words = "left(w.word, \(length)) = $6" + (scalars.count <= 3 ? "" : " AND w.word LIKE $1 ESCAPE '\\'")
+        let shared =
+            viewer == nil
+            ? ("", "user_words w")
+            : ("""
+                WITH shared AS MATERIALIZED (
+                    SELECT DISTINCT b.user_id FROM members a JOIN members b ON b.conversation_id = a.conversation_id
+                    WHERE a.user_id = $2 AND b.user_id <> $2)
+
+                """, "shared s JOIN user_words w ON w.user_id = s.user_id")
+        let sql = """
+            \(shared.0)SELECT u.id, \(profileColumns), p.sort_name
+            FROM (SELECT DISTINCT w.sort_name, w.user_id FROM \(shared.1)
+                  WHERE \(words) AND (w.sort_name, w.user_id) > ($3, $4)
+                  ORDER BY w.sort_name, w.user_id
+                  LIMIT $5) AS p
+            JOIN users u ON u.id = p.user_id
+            ORDER BY p.sort_name, p.user_id
+            """
+        return (sql, bindings)
     }
 
     /// The pairs of a viewer of `viewers` and a user of `users` who share
