@@ -58,6 +58,10 @@ public struct Timeline: Sendable, Equatable {
     private var newerRequested: Int64?
     /// The `after` of each `fillGap` not answered yet.
     private var gapsRequested: Set<Int64> = []
+    /// The highest version of a change let go because its row was not held
+    /// (an edit of a message outside the window, a message beyond a
+    /// detached window): a page read before it may bring the row without it.
+    private var droppedVersion: Int64 = 0
     private var catchUpRequested = false
     /// The version the catch-up in flight fetches changes after.
     private var catchUpSince: Int64?
@@ -132,14 +136,14 @@ public struct Timeline: Sendable, Equatable {
             guard belongs(message) else { break }
             // A detached window does not hold what is newer than its newest
             // row; the message comes with the pages that reach it.
-            if isAttached || isInWindow(message.seq) { store(message) }
+            if isAttached || isInWindow(message.seq) { store(message) } else { dropped(message) }
             lastSeq = max(lastSeq, message.seq)
             versions.sawLive(message.version)
         case .messageUpdated(let message):
             guard belongs(message) else { break }
             // Only rows in the window: an edit of an unloaded message is
             // fetched with its page.
-            if isInWindow(message.seq) { store(message) } else { showInReplies(message) }
+            if isInWindow(message.seq) { store(message) } else { dropped(message) }
             versions.sawLive(message.version)
         case .subscribed(let last, let subscribedVersion):
             let behind = versions.subscribed(at: subscribedVersion) != nil
@@ -177,7 +181,7 @@ public struct Timeline: Sendable, Equatable {
         case .changesApplied(let changes):
             dropBefore(changes.firstSeq)
             for message in changes.messages where belongs(message) {
-                if isInWindow(message.seq) { store(message) } else { showInReplies(message) }
+                if isInWindow(message.seq) { store(message) } else { dropped(message) }
             }
             catchUpRequested = false
             if let since = catchUpSince, since > versions.current {
@@ -253,6 +257,12 @@ public struct Timeline: Sendable, Equatable {
         }
     }
 
+    /// A change of a row not held: only the replies held to it show it.
+    private mutating func dropped(_ message: Message) {
+        droppedVersion = max(droppedVersion, message.version)
+        showInReplies(message)
+    }
+
     /// The local echo of `clientID` (sent by `sender`, when given) becomes
     /// the stored message `seq`, keeping its row id.
     private mutating func resolveEcho(_ clientID: String, sender: String?, seq: Int64) {
@@ -303,9 +313,9 @@ public struct Timeline: Sendable, Equatable {
         }
         if pageMessages.isEmpty, !isLoaded { hasOlder = false }
         for after in gapsRequested where stored[after + 1] != nil { gapsRequested.remove(after) }
-        if isLoaded, brings, page.version < versions.current {
-            // Read before changes applied since: a change to a row it
-            // brought was not kept while the row was not held.
+        if isLoaded, brings, page.version < droppedVersion {
+            // Read before a change let go since: it may be a change to a
+            // row the page brought, which was not held then.
             versions.joined(readAt: page.version)
             effects += requestCatchUp()
         } else if !isLoaded || outside.isEmpty {

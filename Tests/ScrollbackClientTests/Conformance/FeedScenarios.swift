@@ -14,6 +14,7 @@ enum FeedScenarios {
         "duplicates-and-reordering": duplicatesAndReordering,
         "resync-required": resyncRequired,
         "edit-racing-a-page": editRacingAPage,
+        "edit-of-an-older-row-racing-its-page": editOfAnOlderRowRacingItsPage,
         "jump-and-back-to-live-edge": jumpAndBackToLiveEdge,
         "offline-open-then-catch-up": offlineOpenThenCatchUp,
         "outbox-across-restart": outboxAcrossRestart,
@@ -119,6 +120,34 @@ enum FeedScenarios {
         #expect(feed.rows == Array((4...12).reversed()))
         let twelve = feed.state.visible.timeline.messages.first { $0.seq == 12 }
         #expect(twelve?.version == history.version && twelve?.body.contains("edited") == true)
+        return feed
+    }
+
+    static func editOfAnOlderRowRacingItsPage() -> FeedRecorder {
+        var feed = FeedRecorder(
+            "edit-of-an-older-row-racing-its-page",
+            "The older page 11...15 is read at version 20, then 13 is edited while it is not held (the frame is let go); the page arrives after the frame: the window is current only as of the page, and the catch-up from 20 brings the edit.")
+        var history = ServerHistory(count: 20)
+        feed.send(.start(.newest))
+        let opened = feed.send(
+            .opened(.newest, jump: 1, initial: true, .success(FirstPage(page: history.newest(limit: feed.settings.pageSize)))))
+        let window = opened.compactMap { effect -> Int? in
+            if case .fetch(.loadOlder(before: 16), let window) = effect { window } else { nil }
+        }.first
+        #expect(window != nil, "five rows do not fill the screen: the page before 16 is asked for")
+        feed.goLive(history)
+        let page = history.page(before: 16, limit: 5)
+        let readAt = history.version
+        feed.frame(.messageUpdated(history.edit(13)))
+        let loaded = feed.send(.fetched(.loadOlder(before: 16), window: window ?? 0, .success(.pageLoaded(page))))
+        #expect(loaded.contains(.fetch(.catchUp(sinceVersion: readAt), window: window ?? 0)))
+        feed.send(
+            .fetched(
+                .catchUp(sinceVersion: readAt), window: window ?? 0,
+                .success(.changesApplied(history.changes(since: readAt, limit: 100)))))
+        #expect(feed.rows == Array((11...20).reversed()))
+        let thirteen = feed.state.visible.timeline.messages.first { $0.seq == 13 }
+        #expect(thirteen?.body.contains("edited") == true && feed.state.visible.timeline.version == history.version)
         return feed
     }
 
