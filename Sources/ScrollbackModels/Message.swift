@@ -325,6 +325,7 @@ public struct ChangeSet: Codable, Sendable, Equatable {
         case hasMore = "has_more"
         case version
         case firstSeq = "first_seq"
+        case users
     }
 
     public var messages: [Message]
@@ -335,12 +336,16 @@ public struct ChangeSet: Codable, Sendable, Equatable {
     /// The oldest seq the conversation still stores (see `MessagePage.firstSeq`):
     /// what a window holds below it was removed by retention.
     public var firstSeq: Int64
+    /// The profile of each user the changed messages name (see
+    /// `MessagePage.users`), once, by id.
+    public var users: ProfileSet
 
-    public init(messages: [Message], hasMore: Bool, version: Int64, firstSeq: Int64 = 1) {
+    public init(messages: [Message], hasMore: Bool, version: Int64, firstSeq: Int64 = 1, users: ProfileSet = ProfileSet()) {
         self.messages = messages
         self.hasMore = hasMore
         self.version = version
         self.firstSeq = firstSeq
+        self.users = users
     }
 
     public init(from decoder: any Decoder) throws {
@@ -349,6 +354,13 @@ public struct ChangeSet: Codable, Sendable, Equatable {
         hasMore = try container.decode(Bool.self, forKey: .hasMore)
         version = try container.decode(Int64.self, forKey: .version)
         firstSeq = try container.decodeIfPresent(Int64.self, forKey: .firstSeq) ?? 1
+        users = try container.decodeIfPresent(ProfileSet.self, forKey: .users) ?? ProfileSet()
+    }
+
+    /// The users the changed messages name: each sender (not the system)
+    /// and each sender of a message replied to.
+    public var namedUsers: Set<UserID> {
+        Message.namedUsers(messages.lazy.map { ($0.sender, $0.replyTo?.sender) })
     }
 }
 
@@ -480,6 +492,8 @@ extension ChangeSet: JSONWritable {
         writer.bool(hasMore)
         writer.key("messages")
         writer.array(messages)
+        writer.key("users")
+        users.write(to: &writer)
         writer.key("version")
         writer.number(version)
         writer.endObject()

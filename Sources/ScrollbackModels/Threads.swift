@@ -85,6 +85,7 @@ public struct ThreadPage: Codable, Sendable, Equatable {
         case hasOlder = "has_older"
         case hasNewer = "has_newer"
         case version
+        case users
     }
 
     /// The thread's first message, as it is now.
@@ -95,13 +96,35 @@ public struct ThreadPage: Codable, Sendable, Equatable {
     public var hasNewer: Bool
     /// The conversation's change counter when the page was read.
     public var version: Int64
+    /// The profile of each user the page names (the root's sender, each
+    /// reply's, and each sender of a message replied to), once, by id.
+    public var users: ProfileSet
 
-    public init(root: Message, messages: [Message], hasOlder: Bool, hasNewer: Bool, version: Int64) {
+    public init(
+        root: Message, messages: [Message], hasOlder: Bool, hasNewer: Bool, version: Int64, users: ProfileSet = ProfileSet()
+    ) {
         self.root = root
         self.messages = messages
         self.hasOlder = hasOlder
         self.hasNewer = hasNewer
         self.version = version
+        self.users = users
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        root = try container.decode(Message.self, forKey: .root)
+        messages = try container.decode([Message].self, forKey: .messages)
+        hasOlder = try container.decode(Bool.self, forKey: .hasOlder)
+        hasNewer = try container.decode(Bool.self, forKey: .hasNewer)
+        version = try container.decode(Int64.self, forKey: .version)
+        users = try container.decodeIfPresent(ProfileSet.self, forKey: .users) ?? ProfileSet()
+    }
+
+    /// The users the page names: each sender (not the system) and each
+    /// sender of a message replied to.
+    public var namedUsers: Set<UserID> {
+        Message.namedUsers(([root] + messages).lazy.map { ($0.sender, $0.replyTo?.sender) })
     }
 }
 
@@ -177,6 +200,8 @@ extension ThreadPage: JSONWritable {
         writer.array(messages)
         writer.key("root")
         root.write(to: &writer)
+        writer.key("users")
+        users.write(to: &writer)
         writer.key("version")
         writer.number(version)
         writer.endObject()

@@ -90,7 +90,9 @@ struct Golden: Sendable, CustomTestStringConvertible {
         Golden("message_deleted", Values.deletedMessage),
         Golden("message_reply", Values.reply),
         Golden("message_thread_root", Values.threadRoot),
-        Golden("thread_page", ThreadPage(root: Values.threadRoot, messages: [Values.reply], hasOlder: false, hasNewer: true, version: 47)),
+        Golden("thread_page", ThreadPage(
+            root: Values.threadRoot, messages: [Values.reply], hasOlder: false, hasNewer: true, version: 47,
+            users: ProfileSet([Values.alice, .bare("bob")]))),
         Golden("send_message_request_reply", SendMessageRequest(body: "On my way", clientId: "c-7f3a", replyTo: 40)),
         Golden("client_frame_send_reply", ClientFrame.send(conversationId: Values.conversationID, body: "On my way", clientId: "c-7f3a", replyTo: 40)),
         Golden("message_envelope", MessageEnvelope(message: Values.message)),
@@ -104,7 +106,9 @@ struct Golden: Sendable, CustomTestStringConvertible {
             SetProfileRequest(displayName: "Alice Liddell", avatar: Values.alice.avatar, data: Values.alice.data)),
         Golden("server_frame_user_updated", ServerFrame.userUpdated(Values.alice)),
         Golden("page_layout_hints", Values.hints),
-        Golden("change_set", ChangeSet(messages: [Values.deletedMessage, Values.message], hasMore: true, version: 9)),
+        Golden("change_set", ChangeSet(
+            messages: [Values.deletedMessage, Values.message], hasMore: true, version: 9,
+            users: ProfileSet([Values.alice, .bare("bob")]))),
         Golden("conversation", Values.conversation),
         Golden("conversation_empty", Values.emptyConversation),
         Golden(

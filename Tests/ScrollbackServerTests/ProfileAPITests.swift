@@ -58,6 +58,63 @@ import Testing
         }
     }
 
+    /// A thread page names the root's sender, each reply's and each sender
+    /// a reply quotes; a change set names each changed message's senders;
+    /// a rename shows in the next of each, the cached page's too.
+    @Test func threadPagesAndChangeSetsNameTheirSenders() async throws {
+        try await LiveCluster.run { cluster in
+            let id = try await cluster.conversation("alice", members: ["bob", "carol", "dave"])
+            for (user, name) in [("alice", "Alice"), ("bob", "Bob"), ("carol", "Carol"), ("dave", "Dave")] {
+                _ = try await Self.rename(user, name, in: cluster)
+            }
+            func send(_ user: String, _ body: String) async throws -> Message {
+                let reply = try await cluster.request(.POST, "/v1/conversations/\(id)/messages", as: user, body: body)
+                #expect(reply.status == 201, "\(String(decoding: reply.body, as: UTF8.self))")
+                return try reply.decode(MessageEnvelope.self).message
+            }
+            let root = try await send("alice", #"{"body": "lunch?"}"#)
+            let bobs = try await send("bob", #"{"body": "noon", "reply_to": \#(root.seq)}"#)
+            _ = try await send("carol", #"{"body": "with bob", "reply_to": \#(bobs.seq)}"#)
+            let outside = try await send("dave", #"{"body": "not in the thread"}"#)
+
+            func thread() async throws -> ThreadPage {
+                let reply = try await cluster.request(
+                    .GET, "/v1/conversations/\(id)/messages/\(root.seq)/thread", as: "dave")
+                #expect(reply.status == 200, "\(String(decoding: reply.body, as: UTF8.self))")
+                let raw = try #require(try JSONSerialization.jsonObject(with: reply.body) as? [String: Any])
+                #expect((raw["users"] as? [String: Any])?.count == 3, "each once")
+                return try reply.decode(ThreadPage.self)
+            }
+            var page = try await thread()
+            #expect(page.messages.count == 2)
+            #expect(Set(page.users.profiles.keys) == ["alice", "bob", "carol"], "the root's, the replies', the quoted")
+            #expect(page.users["carol"]?.displayName == "Carol")
+
+            func changes(since version: Int64) async throws -> ChangeSet {
+                let reply = try await cluster.request(
+                    .GET, "/v1/conversations/\(id)/changes?since_version=\(version)", as: "alice")
+                #expect(reply.status == 200, "\(String(decoding: reply.body, as: UTF8.self))")
+                return try reply.decode(ChangeSet.self)
+            }
+            var changed = try await changes(since: root.version)
+            #expect(changed.messages.map(\.seq).contains(outside.seq))
+            #expect(Set(changed.users.profiles.keys) == ["alice", "bob", "carol", "dave"])
+            changed = try await changes(since: outside.version)
+            #expect(changed.messages.isEmpty && changed.users.isEmpty, "nothing changed, no one named")
+
+            _ = try await Self.rename("bob", "Robert", in: cluster)
+            page = try await thread()
+            #expect(page.users["bob"]?.displayName == "Robert")
+            let edited = try await cluster.request(
+                .PATCH, "/v1/conversations/\(id)/messages/\(bobs.seq)", as: "bob", body: #"{"body": "twelve"}"#)
+            #expect(edited.status == 200)
+            changed = try await changes(since: outside.version)
+            #expect(changed.messages.map(\.seq) == [bobs.seq])
+            #expect(Set(changed.users.profiles.keys) == ["bob", "alice"], "the edited message's sender and the one it quotes")
+            #expect(changed.users["bob"]?.displayName == "Robert")
+        }
+    }
+
     /// Bob watches on instance 1; Alice renames herself through instance 0:
     /// the frame reaches Bob within a second, and his next page (cached on
     /// instance 1 before the change) shows the new name.

@@ -3,9 +3,9 @@ import NIOConcurrencyHelpers
 import ScrollbackModels
 
 /// The profiles a `ScrollbackClient` (and each copy of it) has seen, by
-/// user id: every `users` object it decodes (pages of history, the
-/// conversation list, member lists, `GET /v1/users` answers, its own
-/// `PATCH /v1/users/me`), every `user_updated` frame of its socket, and
+/// user id: every `users` object it decodes (pages of history, thread
+/// pages, change sets, the conversation list, member lists,
+/// `GET /v1/users` answers, its own `PATCH /v1/users/me`), every `user_updated` frame of its socket, and
 /// what the feeds' storage kept. Every feed and model made from the client
 /// reads it, so a user is named alike on every screen.
 ///
@@ -103,6 +103,14 @@ protocol NamesUsers {
 }
 
 extension MessagePage: NamesUsers {
+    var namedProfiles: [UserProfile] { Array(users.profiles.values) }
+}
+
+extension ThreadPage: NamesUsers {
+    var namedProfiles: [UserProfile] { Array(users.profiles.values) }
+}
+
+extension ChangeSet: NamesUsers {
     var namedProfiles: [UserProfile] { Array(users.profiles.values) }
 }
 

@@ -43,6 +43,7 @@ struct MessageChangeController {
         let window = try QueryParameters(request).changeWindow()
         var changes = try await store.changes(in: id, for: user, since: window.since, limit: window.limit)
         changes.messages = try await blockLists.flag(changes.messages, for: user)
+        changes.users = try await store.profiles(named: changes.namedUsers)
         return JSONBody(changes)
     }
 

@@ -32,6 +32,7 @@ struct ThreadController {
         let flagged = try await blockLists.flag([page.root] + page.messages, for: user)
         page.root = flagged[0]
         page.messages = Array(flagged.dropFirst())
+        page.users = try await store.profiles(named: page.namedUsers)
         return JSONBody(page)
     }
 
