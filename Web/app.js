@@ -1277,6 +1277,19 @@ function receive(frame) {
         render();
       }
       break;
+    case "conversation_updated":
+      // The inbox's (with a cursor) renames a row; the open conversation's its header.
+      for (const row of state.conversations) {
+        if (row.id === frame.conversation_id) Object.assign(row, { title: frame.title, description: frame.description, image: frame.image, data: frame.data, slow_mode_seconds: frame.slow_mode_seconds });
+      }
+      renderInbox();
+      if (here && frame.cursor === undefined) {
+        if (open.conversation) open.conversation.title = frame.title;
+        open.slowMode = frame.slow_mode_seconds;
+        $("title").textContent = titleOf(state.conversations.find((c) => c.id === open.id) || open.conversation);
+        renderRole();
+      }
+      break;
     case "presence":
       if (here) {
         state.presenceFramed.add(frame.user_id);

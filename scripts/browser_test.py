@@ -931,6 +931,16 @@ def profiles(url, server, screenshots):
         until(mine, "dora's name cleared", lambda: senders(mine).get(1) == "dora")
         check(people(mine)["me"] == "Ddora" and dora.call("GET", "/v1/users/me")["user"]["display_name"] is None,
               "editor: Clear removes the name; her id shows again")
+
+        # dora renames the group through the API: her open header and both
+        # inboxes follow live (`conversation_updated`).
+        open_conversation(mine, crew, 2)
+        dora.call("PATCH", f"/v1/conversations/{crew}", {"title": "lunch crew", "description": "Fridays"})
+        until(mine, "the group renamed in dora's header", lambda: people(mine)["title"] == "lunch crew", seconds=10)
+        until(theirs, "the group renamed in emil's inbox",
+              lambda: people(theirs)["inbox"].get(crew, {}).get("name") == "lunch crew", seconds=10)
+        check(people(mine)["inbox"][crew]["name"] == "lunch crew",
+              "live: a group renamed through the API shows in its open header and in every inbox")
         mine.save_screenshot(f"{screenshots}/profiles.png")
     finally:
         mine.quit()

@@ -36,6 +36,10 @@ public struct Inbox: Sendable, Equatable {
     /// page or a frame: dropped when the new pass goes past them without
     /// listing them.
     private var stale: Set<UUID> = []
+    /// The newest details each conversation was told of
+    /// (`conversation_updated`): a page or a fetch read before the frame
+    /// does not bring an older title back.
+    private var details: [UUID: ConversationDetails] = [:]
 
     /// A pass over the list pages it from the top. A new pass starts after
     /// `resync_required` (the old one's pages are ignored) and after a page
@@ -280,7 +284,14 @@ public struct Inbox: Sendable, Equatable {
             removedIds.insert(id)
             byId[id] = nil
             waiting[id] = nil
+            details[id] = nil
             stale.remove(id)
+        case .conversationUpdated(let told, let at?):
+            cursor = at
+            let id = told.conversationId
+            guard !removedIds.contains(id), told.detailsVersion > (details[id]?.detailsVersion ?? -1) else { break }
+            details[id] = told
+            if let known = byId[id] { byId[id] = told.applied(to: known) }
         case .inboxResyncRequired(let at):
             cursor = at
             return restartAfterResync()
@@ -305,6 +316,7 @@ public struct Inbox: Sendable, Equatable {
         // lists what is true now, and frames from here on say what changes.
         removedIds = []
         waiting = [:]
+        details = [:]
         return requestPage()
     }
 
@@ -379,7 +391,7 @@ public struct Inbox: Sendable, Equatable {
     /// members as given, its line the newer of what is known.
     private mutating func merge(_ incoming: Conversation) {
         guard !removedIds.contains(incoming.id) else { return }
-        var merged = incoming
+        var merged = details[incoming.id]?.applied(to: incoming) ?? incoming
         if let line = waiting.removeValue(forKey: incoming.id), Self.rank(line) > Self.rank(merged) {
             merged.take(line)
         }

@@ -306,6 +306,10 @@ public struct LiveProtocol: Sendable, Equatable {
             return [.emit(.presence(presence))]
         case .memberUpdated(_, let user, let role):
             return [.emit(.memberUpdated(userId: user, role: role))]
+        case .conversationUpdated(let details, nil):
+            return [.emit(.conversationUpdated(details))]
+        case .conversationUpdated:
+            return []  // the inbox's
         case .memberRemoved:
             return [.emit(.memberRemoved)] + following(subscription.finish(nil))
         case .resyncRequired(_, let seq):

@@ -20,6 +20,9 @@ public enum LiveEvent: Sendable, Equatable {
     case presence(MemberPresence)
     /// A member's role changed (a handover of ownership is two of these).
     case memberUpdated(userId: String, role: MemberRole)
+    /// The conversation's title, description, image, data or slow mode
+    /// changed (`detailsVersion` orders two of these).
+    case conversationUpdated(ConversationDetails)
     /// The socket is subscribed and caught up (after each reconnect too):
     /// the conversation's last seq and version when it subscribed, so a
     /// timeline asks for the changes after `version` and no earlier.

@@ -242,6 +242,14 @@ struct SocketRouting: Sendable, Equatable {
             listeners = on(.inbox)
         case .userUpdated(let profile):
             return [.learn(profile)]
+        case .conversationUpdated(let details, let cursor):
+            // With a cursor, the inbox's; without, the conversation's.
+            if let cursor {
+                carriedCursor = cursor
+                listeners = on(.inbox)
+            } else {
+                listeners = on(.conversation(details.conversationId))
+            }
         case .ack, .pong:
             listeners = []
         }

@@ -486,3 +486,89 @@ public struct ConversationImage: Codable, Sendable, Equatable {
         try container.encode(image, forKey: .image)
     }
 }
+
+/// What a conversation's header and its row in a list show besides its
+/// messages, as `conversation_updated` tells it whenever any of it changes
+/// (`PATCH /v1/conversations/{id}`, its picture, the operator): nil fields
+/// are none. `detailsVersion` counts the changes: of two, the higher is
+/// the newer.
+public struct ConversationDetails: Codable, Sendable, Hashable {
+    enum CodingKeys: String, CodingKey {
+        case conversationId = "conversation_id"
+        case title
+        case description
+        case image
+        case data
+        case slowModeSeconds = "slow_mode_seconds"
+        case detailsVersion = "details_version"
+    }
+
+    public var conversationId: UUID
+    public var title: String?
+    public var description: String?
+    public var image: ProfileImage?
+    public var data: CustomData?
+    public var slowModeSeconds: Int
+    public var detailsVersion: Int64
+
+    public init(
+        conversationId: UUID, title: String?, description: String? = nil, image: ProfileImage? = nil,
+        data: CustomData? = nil, slowModeSeconds: Int = 0, detailsVersion: Int64
+    ) {
+        self.conversationId = conversationId
+        self.title = title
+        self.description = description
+        self.image = image
+        self.data = data
+        self.slowModeSeconds = slowModeSeconds
+        self.detailsVersion = detailsVersion
+    }
+
+    /// The details of `conversation`, at `detailsVersion`.
+    public init(_ conversation: Conversation, detailsVersion: Int64) {
+        self.init(
+            conversationId: conversation.id, title: conversation.title, description: conversation.description,
+            image: conversation.image, data: conversation.data, slowModeSeconds: conversation.slowModeSeconds,
+            detailsVersion: detailsVersion)
+    }
+
+    /// A field that is none is `null`, not left out: it was cleared.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(conversationId.uuidString.lowercased(), forKey: .conversationId)
+        try container.encode(title, forKey: .title)
+        try container.encode(description, forKey: .description)
+        try container.encode(image, forKey: .image)
+        try container.encode(data, forKey: .data)
+        try container.encode(slowModeSeconds, forKey: .slowModeSeconds)
+        try container.encode(detailsVersion, forKey: .detailsVersion)
+    }
+
+    /// `conversation` with these details.
+    public func applied(to conversation: Conversation) -> Conversation {
+        var conversation = conversation
+        conversation.title = title
+        conversation.description = description
+        conversation.image = image
+        conversation.data = data
+        conversation.slowModeSeconds = slowModeSeconds
+        return conversation
+    }
+
+    /// The fields after `conversation_id`, in key order, for a frame's
+    /// object (`ServerFrame.conversationUpdated`).
+    func writeFields(to writer: inout JSONWriter) {
+        writer.key("data")
+        if let data { data.write(to: &writer) } else { writer.null() }
+        writer.key("description")
+        if let description { writer.string(description) } else { writer.null() }
+        writer.key("details_version")
+        writer.number(detailsVersion)
+        writer.key("image")
+        if let image { image.write(to: &writer) } else { writer.null() }
+        writer.key("slow_mode_seconds")
+        writer.number(Int64(slowModeSeconds))
+        writer.key("title")
+        if let title { writer.string(title) } else { writer.null() }
+    }
+}

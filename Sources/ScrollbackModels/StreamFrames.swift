@@ -172,6 +172,10 @@ public enum ServerFrame: Codable, Sendable, Equatable {
     /// user changed (on any instance): its name, avatar or data as it now
     /// shows. Once per socket, to conversation and inbox subscribers alike.
     case userUpdated(UserProfile)
+    /// A conversation's details (title, description, image, data, slow
+    /// mode) changed, on any instance: to its subscribers without a
+    /// `cursor`, and to its members' inboxes with one.
+    case conversationUpdated(ConversationDetails, cursor: String?)
     /// A frame could not be served. `ref` names what it was about: the
     /// `client_id` of a send, or the conversation of any other frame.
     /// `retryAfter` (code `rate_limited`): seconds to wait before trying
@@ -232,6 +236,7 @@ public enum ServerFrame: Codable, Sendable, Equatable {
         case .presence: "presence"
         case .memberUpdated: "member_updated"
         case .userUpdated: "user_updated"
+        case .conversationUpdated: "conversation_updated"
         case .memberRemoved, .inboxMemberRemoved: "member_removed"
         case .error: "error"
         case .resyncRequired, .inboxResyncRequired: "resync_required"
@@ -283,6 +288,9 @@ public enum ServerFrame: Codable, Sendable, Equatable {
                 role: try container.decode(MemberRole.self, forKey: .role))
         case "user_updated":
             self = .userUpdated(try container.decode(UserProfile.self, forKey: .user))
+        case "conversation_updated":
+            self = .conversationUpdated(
+                try ConversationDetails(from: decoder), cursor: try container.decodeIfPresent(String.self, forKey: .cursor))
         case "member_removed":
             if let cursor = try container.decodeIfPresent(String.self, forKey: .cursor) {
                 self = .inboxMemberRemoved(conversationId: try id(), cursor: cursor)
@@ -350,6 +358,9 @@ public enum ServerFrame: Codable, Sendable, Equatable {
             try container.encode(userId, forKey: .userId)
         case .userUpdated(let profile):
             try container.encode(profile, forKey: .user)
+        case .conversationUpdated(let details, let cursor):
+            try details.encode(to: encoder)
+            try container.encodeIfPresent(cursor, forKey: .cursor)
         case .error(let code, let message, let ref, let retryAfter):
             try container.encode(code, forKey: .code)
             try container.encode(message, forKey: .message)
@@ -524,6 +535,15 @@ extension ServerFrame: JSONWritable {
             writeType(to: &writer)
             writer.key("user")
             profile.write(to: &writer)
+        case .conversationUpdated(let details, let cursor):
+            writer.key("conversation_id")
+            writer.uuid(details.conversationId)
+            if let cursor {
+                writer.key("cursor")
+                writer.string(cursor)
+            }
+            details.writeFields(to: &writer)
+            writeType(to: &writer)
         case .error(let code, let message, let ref, let retryAfter):
             writer.key("code")
             writer.string(code.rawValue)

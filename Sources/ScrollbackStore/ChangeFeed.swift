@@ -52,6 +52,12 @@ public enum FeedEvent: Sendable, Equatable {
     /// drops what it holds of it and tells the sockets that share a
     /// conversation with them (`user_updated`). Payload `n:` then the id.
     case profile(user: UserID)
+    /// A conversation's details (title, description, image, data, slow
+    /// mode) changed: every instance reads them and tells the
+    /// conversation's subscribers, and its members' inboxes read what
+    /// changed (`conversation_updated`). Payload `c:` then the id, sent by
+    /// the trigger of `sql/034_conversation_details.sql`.
+    case conversationUpdated(conversation: UUID)
 
     /// The feed's channel in the `public` schema, where the server keeps its
     /// tables. Each schema has its own (`feed_channel()`, sql/027): PostgreSQL's
@@ -147,6 +153,9 @@ public enum FeedEvent: Sendable, Equatable {
         case "n":
             guard !body.isEmpty else { return nil }
             self = .profile(user: user(body))
+        case "c":
+            guard let conversation = UUID(uuidString: String(body)) else { return nil }
+            self = .conversationUpdated(conversation: conversation)
         case "v":
             guard let fields = fields(2), let micros = Int64(fields[0]) else { return nil }
             self = .revoked(user: user(fields[1]), before: Date(timeIntervalSince1970: Double(micros) / 1_000_000))
@@ -221,7 +230,7 @@ public enum FeedEvent: Sendable, Equatable {
     public var conversation: UUID? {
         switch self {
         case .changed(let id, _, _), .read(let id, _, _), .memberRemoved(let id, _), .memberAdded(let id, _),
-            .memberUpdated(let id, _, _), .typing(let id, _):
+            .memberUpdated(let id, _, _), .typing(let id, _), .conversationUpdated(let id):
             id
         case .presence, .blocks, .erased, .revoked, .profile:
             nil

@@ -143,8 +143,8 @@ final class PageCache: Sendable {
         case .event(.memberAdded(let conversation, _)), .event(.memberRemoved(let conversation, _)):
             invalidate(conversation)
         case .event(.read), .event(.typing), .event(.presence), .event(.memberUpdated), .event(.blocks), .event(.erased),
-            .event(.revoked), .event(.profile):
-            break
+            .event(.revoked), .event(.profile), .event(.conversationUpdated):
+            break  // nothing a page holds
         }
     }
 

@@ -208,6 +208,25 @@ extension ScrollbackStore {
         return try Self.decodeConversation(row)
     }
 
+    /// The details of conversations as `conversation_updated` tells them
+    /// (`sql/034_conversation_details.sql`); an id that names none is left
+    /// out. No check of who may read them: for the subscribers of each.
+    public func details(of ids: [UUID]) async throws -> [ConversationDetails] {
+        let rows = try await rows(
+            """
+            SELECT id, title, description, image::text, data::text, slow_mode_seconds, details_version
+            FROM conversations WHERE id = ANY(\(ids))
+            """,
+            writes: false, as: .conversation)
+        return try rows.map { row in
+            let (id, title, description, image, data, slowMode, version) = try row.decode(
+                (UUID, String?, String?, String?, String?, Int32, Int64).self)
+            return ConversationDetails(
+                conversationId: id, title: title, description: description, image: try Self.storedImage(image),
+                data: try Self.storedData(data), slowModeSeconds: Int(slowMode), detailsVersion: version)
+        }
+    }
+
     /// `user`'s unread messages over all their conversations, and how many
     /// conversations have any (muted ones too): the badge, as a push
     /// carries it.

@@ -56,6 +56,11 @@ public struct InboxEntry: Sendable, Equatable {
     public var membership: Int64
     /// The user joined after the cursor the read started from.
     public var joined: Bool
+    /// How many times the conversation's details (title, description,
+    /// image, data, slow mode) changed, and whether they did since the
+    /// cursor (`sql/034_conversation_details.sql`).
+    public var detailsVersion: Int64 = 0
+    public var detailsChanged = false
 }
 
 /// The user's last removal from a conversation.
@@ -103,7 +108,8 @@ extension ScrollbackStore {
                 let rows = try await connection.query(
                     """
                     SELECT \(unescaped: Self.conversationColumns), me.joined_change,
-                           me.joined_xid >= \(since)::xid8 AS joined_since
+                           me.joined_xid >= \(since)::xid8 AS joined_since,
+                           c.details_version, c.details_xid >= \(since)::xid8 AS details_since
                     FROM \(unescaped: Self.conversationSource)
                     WHERE me.user_id = \(user.rawValue)
                       AND (c.changed_xid >= \(since)::xid8 OR me.changed_xid >= \(since)::xid8)
@@ -118,7 +124,9 @@ extension ScrollbackStore {
                         InboxEntry(
                             conversation: try Self.decodeConversation(row),
                             membership: try columns["joined_change"].decode(Int64.self),
-                            joined: try columns["joined_since"].decode(Bool.self)))
+                            joined: try columns["joined_since"].decode(Bool.self),
+                            detailsVersion: try columns["details_version"].decode(Int64.self),
+                            detailsChanged: try columns["details_since"].decode(Bool.self)))
                 }
                 let removed = try await connection.query(
                     """

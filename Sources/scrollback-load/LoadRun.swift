@@ -112,7 +112,7 @@ final class LoadRun: Sendable {
                         subscriptions.withLockedValue { $0[id]?.drops += 1 }
                     case .memberRemoved:
                         stats.fail(.subscribe, "member_removed")
-                    case .updated, .read, .typing, .presence, .memberUpdated:
+                    case .updated, .read, .typing, .presence, .memberUpdated, .conversationUpdated:
                         break
                     }
                 }

@@ -50,6 +50,43 @@ import Testing
         #expect(inbox[a]?.title == "renamed" && inbox[a]?.members == ["alice", "bob", "carol"])
     }
 
+    /// `conversation_updated` with a cursor changes a row's details; an
+    /// older or repeated one, or the conversation subscription's (no
+    /// cursor), changes nothing; and a page read before the frame does not
+    /// bring the old title back.
+    @Test func detailsTakeTheNewerFrameAndOutliveAnOlderPage() {
+        var inbox = Self.loaded([Self.conversation(a, version: 2, activity: 5), Self.conversation(b, activity: 4)])
+        func told(_ title: String?, version: Int64, cursor: String?) -> ServerFrame {
+            .conversationUpdated(
+                ConversationDetails(
+                    conversationId: a, title: title, description: "about \(title ?? "none")", slowModeSeconds: 10,
+                    detailsVersion: version),
+                cursor: cursor)
+        }
+        let update = inbox.apply(.frame(told("Lunch", version: 2, cursor: "11")))
+        #expect(inbox[a]?.title == "Lunch" && inbox[a]?.description == "about Lunch" && inbox[a]?.slowModeSeconds == 10)
+        #expect(update.change == InboxChange(updated: [0]) && inbox.cursor == "11")
+        #expect(inbox[a]?.version == 2, "the line stays as it was")
+        #expect(inbox.apply(.frame(told("Older", version: 1, cursor: "12"))).change.isEmpty)
+        #expect(inbox.apply(.frame(told("Same", version: 2, cursor: "12"))).change.isEmpty)
+        #expect(inbox.apply(.frame(told("Not mine", version: 3, cursor: nil))).change.isEmpty)
+        #expect(inbox[a]?.title == "Lunch")
+        // The list again, read before the frame.
+        inbox.apply(.frame(.inboxResyncRequired(cursor: "13")))
+        inbox.apply(.frame(told("Brunch", version: 3, cursor: "14")))
+        inbox.apply(
+            .pageLoaded(
+                Self.list([Self.conversation(a, version: 2, activity: 5), Self.conversation(b, activity: 4)], next: nil),
+                for: InboxPageRequest(cursor: nil, pass: 1)))
+        #expect(inbox[a]?.title == "Brunch")
+        // Removed and added back: the conversation as it is then.
+        inbox.apply(.frame(.inboxMemberRemoved(conversationId: a, cursor: "15")))
+        var added = Self.conversation(a, version: 4, activity: 9)
+        added.title = "Dinner"
+        inbox.apply(.frame(.memberAdded(added, cursor: "16")))
+        #expect(inbox[a]?.title == "Dinner")
+    }
+
     @Test func aReadMarkerOnlyMovesForwardSoARepeatedReadFrameUndoesNothing() {
         var inbox = Self.loaded([Self.conversation(a, version: 2, readSeq: 0, unread: 2, activity: 5)])
         inbox.apply(.frame(.inboxRead(conversationId: a, userId: "alice", seq: 2, unreadCount: 0, cursor: "11")))

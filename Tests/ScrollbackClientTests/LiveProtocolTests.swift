@@ -553,7 +553,7 @@ struct SimulatedStream: SimulatedClient {
             if subscribedFrame?.seq != seq || subscribedFrame?.version != version {
                 problems.append("connected(\(seq), \(version)) after subscribed \(String(describing: subscribedFrame))")
             }
-        case .disconnected, .read, .typing, .presence, .memberUpdated, .memberRemoved:
+        case .disconnected, .read, .typing, .presence, .memberUpdated, .memberRemoved, .conversationUpdated:
             break
         }
     }

@@ -105,6 +105,18 @@ struct Golden: Sendable, CustomTestStringConvertible {
             "set_profile_request",
             SetProfileRequest(displayName: "Alice Liddell", avatar: Values.alice.avatar, data: Values.alice.data)),
         Golden("server_frame_user_updated", ServerFrame.userUpdated(Values.alice)),
+        Golden(
+            "server_frame_conversation_updated",
+            ServerFrame.conversationUpdated(
+                ConversationDetails(
+                    conversationId: Values.conversationID, title: "Lunch", description: nil,
+                    image: ProfileImage(url: "https://cdn.example/lunch.png", width: 64, height: 48, blurhash: "LEHV6nWB2yk8pyo0adR*.7kCMdnj"),
+                    data: try! CustomData(json: Array(#"{"venue":7}"#.utf8)), slowModeSeconds: 30, detailsVersion: 4),
+                cursor: nil)),
+        Golden(
+            "server_frame_conversation_updated_inbox",
+            ServerFrame.conversationUpdated(
+                ConversationDetails(conversationId: Values.conversationID, title: nil, detailsVersion: 5), cursor: "4711")),
         Golden("page_layout_hints", Values.hints),
         Golden("change_set", ChangeSet(
             messages: [Values.deletedMessage, Values.message], hasMore: true, version: 9,

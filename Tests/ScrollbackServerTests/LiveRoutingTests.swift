@@ -465,7 +465,7 @@ private func describe(_ frame: ServerFrame) -> String {
     case .memberRemoved: "member_removed"
     case .resyncRequired(_, let lastSeq): "resync \(lastSeq)"
     case .ack, .error, .pong, .userUpdated, .inboxSubscribed, .conversationActivity, .memberAdded, .inboxRead,
-        .inboxMemberRemoved, .inboxResyncRequired:
+        .inboxMemberRemoved, .inboxResyncRequired, .conversationUpdated:
         "\(frame)"
     }
 }
@@ -477,7 +477,8 @@ extension ServerFrame {
             .resyncRequired(let id, _), .presence(let id, _), .memberUpdated(let id, _, _):
             id
         case .message(let message), .messageUpdated(let message): message.conversationId
-        case .ack, .error, .pong, .userUpdated, .inboxSubscribed, .conversationActivity, .memberAdded, .inboxRead,
+        case .conversationUpdated(let details, nil): details.conversationId
+        case .ack, .error, .pong, .conversationUpdated, .userUpdated, .inboxSubscribed, .conversationActivity, .memberAdded, .inboxRead,
             .inboxMemberRemoved, .inboxResyncRequired:
             nil
         }

@@ -235,7 +235,7 @@ struct FeedStep {
         case .memberRemoved:
             // Nothing held of it can be shown or sent any more.
             forget(&s)
-        case .message, .updated, .typing, .memberUpdated:
+        case .message, .updated, .typing, .memberUpdated, .conversationUpdated:
             break  // the timeline's, or nothing to show
         }
     }

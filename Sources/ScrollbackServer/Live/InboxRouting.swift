@@ -72,12 +72,12 @@ struct InboxRouting {
 
     /// A conversation as one socket was told of it.
     enum Line: Equatable {
-        case member(membership: Int64, version: Int64, readSeq: Int64)
+        case member(membership: Int64, version: Int64, readSeq: Int64, details: Int64)
         case removed(membership: Int64)
 
         var membership: Int64 {
             switch self {
-            case .member(let membership, _, _), .removed(let membership): membership
+            case .member(let membership, _, _, _), .removed(let membership): membership
             }
         }
     }
@@ -102,10 +102,15 @@ struct InboxRouting {
             for entry in read.entries {
                 let conversation = entry.conversation
                 let line = Line.member(
-                    membership: entry.membership, version: conversation.version, readSeq: conversation.readSeq)
+                    membership: entry.membership, version: conversation.version, readSeq: conversation.readSeq,
+                    details: entry.detailsVersion)
                 let known = lines[conversation.id]
+                let details = ServerFrame.conversationUpdated(
+                    ConversationDetails(conversation, detailsVersion: entry.detailsVersion), cursor: cursor)
                 switch known {
-                case .member(let membership, let version, let readSeq) where membership == entry.membership:
+                case .member(let membership, let version, let readSeq, let told) where membership == entry.membership:
+                    // Its details first: an activity frame does not carry them.
+                    if entry.detailsVersion > told { send(details) }
                     if conversation.version > version {
                         send(.conversationActivity(InboxActivity(conversation), cursor: cursor))
                     } else if conversation.readSeq > readSeq {
@@ -114,7 +119,7 @@ struct InboxRouting {
                                 conversationId: conversation.id, userId: user.rawValue, seq: conversation.readSeq,
                                 unreadCount: conversation.unreadCount, unreadMentions: conversation.unreadMentions,
                                 cursor: cursor))
-                    } else {
+                    } else if entry.detailsVersion <= told {
                         continue
                     }
                 case .some(let known) where known.membership > entry.membership:
@@ -123,6 +128,8 @@ struct InboxRouting {
                     // Removed (or in an earlier membership) as far as it knows.
                     send(.memberAdded(conversation, cursor: cursor))
                 case nil:
+                    // Changed since the cursor: the client's list may be older.
+                    if entry.detailsChanged, !entry.joined { send(details) }
                     send(
                         entry.joined
                             ? .memberAdded(conversation, cursor: cursor)
@@ -215,7 +222,7 @@ struct InboxRouting {
             }
         case .event(let event):
             switch event {
-            case .changed(let id, _, _):
+            case .changed(let id, _, _), .conversationUpdated(let id):
                 for user in usersByConversation[id] ?? [] { markDirty(user, &effects) }
                 // Whose conversations are not known until their snapshot
                 // is applied: the change may be theirs, and later than it.

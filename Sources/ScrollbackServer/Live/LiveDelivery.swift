@@ -88,8 +88,20 @@ public struct LiveDelivery: Service {
             let presence = await hub.takePresence()
             let blockReads = await hub.takeBlockReads()
             let profiles = await hub.takeProfiles()
+            let details = await hub.takeDetails()
             var failed = false
             await withTaskGroup(of: Bool.self) { group in
+                if !details.isEmpty {
+                    group.addTask { [store, hub] in
+                        do {
+                            await hub.apply(try await store.details(of: details))
+                            return true
+                        } catch {
+                            await hub.retryDetails(details)
+                            return false
+                        }
+                    }
+                }
                 if let profiles {
                     group.addTask { [store, hub] in
                         do {

@@ -31,6 +31,9 @@ actor LiveHub {
     private var blocksOfEveryone = false
     /// Profiles: the users whose profile changed since the last pass.
     private var profilesNamed: Set<UserID> = []
+    /// Conversations with subscribers here whose details changed since the
+    /// last pass.
+    private var detailsNamed: Set<UUID> = []
     /// Wakes the catch-up worker when a conversation is marked for a read.
     /// Keeping only the newest wake-up is enough: the worker takes every
     /// marked conversation at once, and a mark made after that take yields
@@ -144,6 +147,9 @@ actor LiveHub {
         case .event(.profile(let user)):
             profilesNamed.insert(user)
             wakeWorker.yield()
+        case .event(.conversationUpdated(let id)) where routing.isSubscribed(id):
+            detailsNamed.insert(id)
+            wakeWorker.yield()
         case .event(.erased(let user)):
             // Closed as a token that is no longer valid is: the client signs
             // in again (and the product's sign-in knows the account is gone).
@@ -224,6 +230,26 @@ actor LiveHub {
     /// A read of profiles that failed is tried again by the next pass.
     func retry(_ request: ProfileRequest) {
         profilesNamed.formUnion(request.changed)
+        wakeWorker.yield()
+    }
+
+    // MARK: Conversations' details, for the catch-up worker
+
+    /// The conversations whose details to read and tell their subscribers
+    /// since the last call; call it on each of `wakeUps`.
+    func takeDetails() -> [UUID] {
+        defer { detailsNamed.removeAll() }
+        return detailsNamed.filter(routing.isSubscribed)
+    }
+
+    /// Sends `conversation_updated` to each subscriber of each conversation.
+    func apply(_ details: [ConversationDetails]) {
+        for item in details { perform(routing.detailsChanged(item)) }
+    }
+
+    /// A read of details that failed is tried again by the next pass.
+    func retryDetails(_ ids: [UUID]) {
+        detailsNamed.formUnion(ids)
         wakeWorker.yield()
     }
 

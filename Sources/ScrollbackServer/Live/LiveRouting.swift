@@ -420,7 +420,21 @@ struct LiveRouting {
             break  // the hub closes the user's sockets, which ends their subscriptions
         case .profile:
             break  // not about one conversation (`conversation` is nil)
+        case .conversationUpdated:
+            break  // read by the hub's pass, then `detailsChanged(_:)`
         }
+    }
+
+    /// Whether `id` has subscribers here, pending or live.
+    func isSubscribed(_ id: UUID) -> Bool { feeds[id] != nil }
+
+    /// Tells the subscribers of a conversation (pending ones after their
+    /// snapshot) its details as read after a `conversation_updated`.
+    mutating func detailsChanged(_ details: ConversationDetails) -> Effects {
+        var effects = Effects()
+        fanOut(
+            .other(ServerFrameBytes(.conversationUpdated(details, cursor: nil))), in: details.conversationId, &effects)
+        return effects
     }
 
     /// The senders each subscribed user blocked, for the `blocked_sender`

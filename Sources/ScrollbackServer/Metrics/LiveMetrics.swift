@@ -22,7 +22,7 @@ struct LiveMetrics: Sendable {
     /// `presence` (users whose presence may have changed).
     static let notificationKinds = [
         "message", "read", "member_added", "member_removed", "member_updated", "typing", "presence", "blocks",
-        "erased", "profile",
+        "erased", "profile", "conversation_updated",
     ]
 
     init(factory: any MetricsFactory) {
@@ -84,6 +84,7 @@ struct LiveMetrics: Sendable {
         case .erased: "erased"
         case .revoked: "revoked"
         case .profile: "profile"
+        case .conversationUpdated: "conversation_updated"
         }
     }
 }

@@ -159,6 +159,7 @@ enum FeedTrace {
         case .connected(let seq, let version): ["type": "connected", "last_seq": JSON(seq), "version": JSON(version)]
         case .disconnected(let reason): ["type": "disconnected", "reason": JSON(reason)]
         case .memberRemoved: ["type": "member_removed"]
+        case .conversationUpdated(let details): ["type": "conversation_updated", "details": .wire(details)]
         }
     }
 
