@@ -248,6 +248,9 @@ public struct AuditPage: Codable, Sendable, Equatable {
 /// without it was cut short.
 public enum UserExportRecord: Codable, Sendable, Equatable {
     case user(ExportedUser)
+    /// The picture the user uploaded as their avatar (after `user`, when
+    /// they have one kept by this server): its bytes, not only its URL.
+    case avatar(ExportedImage)
     case membership(ExportedMembership)
     case message(Message)
     case reaction(ExportedReaction)
@@ -258,12 +261,13 @@ public enum UserExportRecord: Codable, Sendable, Equatable {
     case end(records: Int)
 
     enum CodingKeys: String, CodingKey {
-        case type, user, membership, message, reaction, device, report, block, records
+        case type, user, avatar, membership, message, reaction, device, report, block, records
     }
 
     public var type: String {
         switch self {
         case .user: "user"
+        case .avatar: "avatar"
         case .membership: "membership"
         case .message: "message"
         case .reaction: "reaction"
@@ -279,6 +283,7 @@ public enum UserExportRecord: Codable, Sendable, Equatable {
         try container.encode(type, forKey: .type)
         switch self {
         case .user(let value): try container.encode(value, forKey: .user)
+        case .avatar(let value): try container.encode(value, forKey: .avatar)
         case .membership(let value): try container.encode(value, forKey: .membership)
         case .message(let value): try container.encode(value, forKey: .message)
         case .reaction(let value): try container.encode(value, forKey: .reaction)
@@ -293,6 +298,7 @@ public enum UserExportRecord: Codable, Sendable, Equatable {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         switch try container.decode(String.self, forKey: .type) {
         case "user": self = .user(try container.decode(ExportedUser.self, forKey: .user))
+        case "avatar": self = .avatar(try container.decode(ExportedImage.self, forKey: .avatar))
         case "membership": self = .membership(try container.decode(ExportedMembership.self, forKey: .membership))
         case "message": self = .message(try container.decode(Message.self, forKey: .message))
         case "reaction": self = .reaction(try container.decode(ExportedReaction.self, forKey: .reaction))
@@ -304,6 +310,29 @@ public enum UserExportRecord: Codable, Sendable, Equatable {
             throw DecodingError.dataCorruptedError(forKey: .type, in: container, debugDescription: "unknown type \(other)")
         }
     }
+}
+
+/// A picture as an export holds it: its bytes (base64), their media type
+/// and SHA-256 (lower-case hex), as the server checked and keeps them.
+public struct ExportedImage: Codable, Sendable, Equatable {
+    enum CodingKeys: String, CodingKey {
+        case contentType = "content_type"
+        case sha256
+        case base64
+    }
+
+    public var contentType: String
+    public var sha256: String
+    public var base64: String
+
+    public init(contentType: String, sha256: String, bytes: [UInt8]) {
+        self.contentType = contentType
+        self.sha256 = sha256
+        base64 = Data(bytes).base64EncodedString()
+    }
+
+    /// The picture's bytes; nil when `base64` is not base64.
+    public var bytes: [UInt8]? { Data(base64Encoded: base64).map(Array.init) }
 }
 
 public struct ExportedUser: Codable, Sendable, Equatable {

@@ -89,6 +89,9 @@ extension ScrollbackStore {
                 providerPicture: profile.token.picture)
         }
         try await emit(.user(exported))
+        if Self.isKept(exported.avatar), let image = try await avatar(of: user, visibleTo: nil) {
+            try await emit(.avatar(ExportedImage(contentType: image.contentType, sha256: image.sha256, bytes: image.bytes)))
+        }
         let readers = MessageRow.readers(user)
         try await forEachConversation(of: user, batch: batch) { id in
             let membership = try await rows(

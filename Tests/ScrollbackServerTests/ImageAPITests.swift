@@ -30,6 +30,35 @@ import Testing
 
     static func profile(_ reply: LiveCluster.HTTPReply) throws -> UserProfile { try reply.decode(UserEnvelope.self).user }
 
+    /// An export holds the uploaded avatar's bytes, right after the user,
+    /// counted in its `end`; a user without one has no avatar record.
+    @Test func anExportHoldsTheUploadedAvatarsBytes() async throws {
+        try await LiveCluster.run { cluster in
+            _ = try await cluster.conversation("alice", members: ["bob"])
+            let png = UploadAPITests.png(width: 64, height: 48)
+            let set = try await Self.put(png, "/v1/users/me/avatar?blurhash=\(Self.blurhash)", as: "alice", in: cluster)
+            #expect(set.status == 200, "\(String(decoding: set.body, as: UTF8.self))")
+            let server = try await cluster.tokens.serverToken(named: "ops", ttl: 600)
+            func export(_ user: String) async throws -> [UserExportRecord] {
+                let reply = try await cluster.request(.GET, "/v1/admin/users/\(user)/export", token: server)
+                #expect(reply.status == 200)
+                return try String(decoding: reply.body, as: UTF8.self).split(separator: "\n").map {
+                    try ScrollbackJSON.decoder().decode(UserExportRecord.self, from: Data($0.utf8))
+                }
+            }
+            let records = try await export("alice")
+            guard records.count > 2, case .user(let user) = records[0], case .avatar(let image) = records[1] else {
+                Issue.record("no user then avatar: \(records.prefix(2))")
+                return
+            }
+            #expect(image.bytes == png && image.contentType == "image/png")
+            #expect(user.avatar?.url.hasSuffix("?v=" + image.sha256.prefix(16)) == true)
+            if case .end(let count) = records.last { #expect(count == records.count - 1) } else { Issue.record("no end") }
+            // bob has no picture: no avatar record.
+            #expect(!(try await export("bob")).contains { if case .avatar = $0 { true } else { false } })
+        }
+    }
+
     @Test func anAvatarIsKeptShownWithItsSizeAndServedToCoMembersOnly() async throws {
         try await LiveCluster.run { cluster in
             let id = try await cluster.conversation("alice", members: ["bob"])
