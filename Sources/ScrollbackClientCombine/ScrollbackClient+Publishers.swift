@@ -234,6 +234,58 @@ extension ScrollbackClient {
             deferred { () async throws(ScrollbackError) in try await client.layout(request) }
         }
 
+        public func me() -> AnyPublisher<UserProfile, ScrollbackError> {
+            deferred { () async throws(ScrollbackError) in try await client.me() }
+        }
+
+        public func user(_ id: String) -> AnyPublisher<UserProfile, ScrollbackError> {
+            deferred { () async throws(ScrollbackError) in try await client.user(id) }
+        }
+
+        public func users(_ ids: [String]) -> AnyPublisher<[UserProfile], ScrollbackError> {
+            deferred { () async throws(ScrollbackError) in try await client.users(ids) }
+        }
+
+        public func searchUsers(_ query: String, limit: Int? = nil, cursor: String? = nil)
+            -> AnyPublisher<UserList, ScrollbackError>
+        {
+            deferred { () async throws(ScrollbackError) in try await client.searchUsers(query, limit: limit, cursor: cursor) }
+        }
+
+        public func updateProfile(
+            displayName: FieldChange<String> = .unchanged, avatar: FieldChange<ProfileImage> = .unchanged
+        ) -> AnyPublisher<UserProfile, ScrollbackError> {
+            deferred { () async throws(ScrollbackError) in
+                try await client.updateProfile(displayName: displayName, avatar: avatar)
+            }
+        }
+
+        public func uploadAvatar(_ image: Data, blurhash: String? = nil) -> AnyPublisher<UserProfile, ScrollbackError> {
+            deferred { () async throws(ScrollbackError) in try await client.uploadAvatar(image, blurhash: blurhash) }
+        }
+
+        public func picture(_ image: ProfileImage) -> AnyPublisher<Data, ScrollbackError> {
+            deferred { () async throws(ScrollbackError) in try await client.picture(image) }
+        }
+
+        /// Every batch of profiles that changed the client's cache
+        /// (`client.profiles.updates`), from the subscription on, until
+        /// it is cancelled.
+        public var profileUpdates: AnyPublisher<[UserProfile], Never> {
+            Deferred { () -> AnyPublisher<[UserProfile], Never> in
+                let subject = SubjectBox(PassthroughSubject<[UserProfile], Never>())
+                let box = TaskBox()
+                return subject.subject.handleEvents(
+                    receiveSubscription: { _ in
+                        // Observed at once: nothing learned after the subscription is missed.
+                        let updates = client.profiles.updates
+                        box.task = Task { for await batch in updates { subject.subject.send(batch) } }
+                    },
+                    receiveCancel: { box.task?.cancel() }
+                ).eraseToAnyPublisher()
+            }.eraseToAnyPublisher()
+        }
+
         /// Live events; the socket opens on subscription and closes on cancel.
         public func live(conversation id: UUID, after seq: Int64? = nil) -> AnyPublisher<LiveEvent, any Error> {
             Deferred { () -> AnyPublisher<LiveEvent, any Error> in

@@ -137,3 +137,37 @@ extension PublisherTests {
         }
     }
 }
+
+extension PublisherTests {
+    /// Profiles as publishers: the calls answer what the async calls do,
+    /// and `profileUpdates` hands on each batch that changed the client's
+    /// cache from the subscription on, until it is cancelled.
+    @Test func profilesArePublishersToo() async throws {
+        try await LiveCluster.run { cluster in
+            let alice = ScrollbackClient(baseURL: cluster.instances[0].baseURL) { try await cluster.token("alice") }
+            let bob = ScrollbackClient(baseURL: cluster.instances[0].baseURL) { try await cluster.token("bob") }
+            _ = try await bob.updateProfile(displayName: .set("Bob Marsh"))
+            _ = try await cluster.conversation("alice", members: ["bob"])
+
+            let batches = NIOLockedValueBox<[[UserProfile]]>([])
+            let updates = alice.publishers.profileUpdates.sink { batch in batches.withLockedValue { $0.append(batch) } }
+            let renamed = try await Self.value(of: alice.publishers.updateProfile(displayName: .set("Alice L.")))
+            #expect(renamed.displayName == "Alice L.")
+            #expect(try await Self.value(of: alice.publishers.me()).displayName == "Alice L.")
+            #expect(try await Self.value(of: alice.publishers.user("bob")).displayName == "Bob Marsh")
+            #expect(try await Self.value(of: alice.publishers.users(["bob", "nobody"])).map(\.id) == ["bob"])
+            #expect(try await Self.value(of: alice.publishers.searchUsers("mar")).users.map(\.id) == ["bob"])
+            try await Self.eventually("alice's rename and bob's profile handed on") {
+                let ids = batches.withLockedValue { $0.flatMap { $0.map(\.id) } }
+                return ids.contains("alice") && ids.contains("bob")
+            }
+            #expect(batches.withLockedValue { $0.first?.first?.displayName } == "Alice L.")
+            updates.cancel()
+            let seen = batches.withLockedValue { $0.count }
+            _ = try await alice.updateProfile(displayName: .set("Alice Liddell"))
+            try await Task.sleep(for: .milliseconds(200))
+            #expect(batches.withLockedValue { $0.count } == seen, "nothing after the cancel")
+            #expect(alice.profiles["alice"]?.displayName == "Alice Liddell")
+        }
+    }
+}

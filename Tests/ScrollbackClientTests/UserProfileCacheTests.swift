@@ -40,6 +40,29 @@ import Testing
         #expect(Set(batches[1].map(\.id)) == ["alice", "bob"])
     }
 
+    /// Past its limit the cache lets go of the profiles least recently
+    /// learned or read, down to nine tenths of the limit; what a screen
+    /// reads stays.
+    @Test func theCacheHoldsAtMostItsLimitAndLetsTheLeastRecentlyUsedGo() {
+        let cache = ProfileCache(limit: 100)
+        for n in 0..<100 { cache.learn([Self.profile("u\(n)", "User \(n)", version: 1)]) }
+        #expect(cache.count == 100)
+        // Read now (a row on screen): the oldest learned, kept all the same.
+        #expect(cache.profiles(of: (0..<5).map { "u\($0)" }).count == 5)
+        #expect(cache["u5"] != nil)
+        cache.learn([Self.profile("u100", "User 100", version: 1)])
+        #expect(cache.count == 90, "down to nine tenths of the limit")
+        #expect((0...5).allSatisfy { cache["u\($0)"] != nil }, "read just before: kept")
+        #expect(cache["u100"] != nil, "just learned: kept")
+        #expect((6...16).allSatisfy { cache["u\($0)"] == nil }, "the eleven least recently used went")
+        #expect(cache["u17"] != nil)
+        // One let go is learned again from the next page that names them.
+        cache.learn([Self.profile("u6", "User 6", version: 1)])
+        #expect(cache.profile(of: "u6").displayName == "User 6")
+        for n in 200..<1_200 { cache.learn([Self.profile("u\(n)", nil, version: 1)]) }
+        #expect(cache.count <= 100)
+    }
+
     @Test func userUpdatedGoesToTheProfileCacheAndToNoSubscriber() {
         var routing = SocketRoutingTests.threeOnOneSocket()
         let renamed = Self.profile("bob", "Robert", version: 4)

@@ -11,22 +11,54 @@ import ScrollbackModels
 ///
 /// Of two profiles of one user it keeps the one with the higher
 /// `version` (``keep(_:in:)``): a page read before a rename never brings
-/// the old name back. It holds one profile per user seen; the users a
-/// client sees are those who share a conversation with it.
+/// the old name back. It holds one profile per user seen (the users a
+/// client sees are those who share a conversation with it), at most
+/// `limit`: past it, those least recently learned or read go, down to
+/// nine tenths of it.
 public final class ProfileCache: Sendable {
     private struct Core: Sendable {
         var profiles: [String: UserProfile] = [:]
+        /// When each profile was last learned or read (a counter).
+        var used: [String: UInt64] = [:]
+        var clock: UInt64 = 0
         var observers: [Int: AsyncStream<[UserProfile]>.Continuation] = [:]
         var nextObserver = 0
+
+        mutating func touch(_ id: String) {
+            clock += 1
+            used[id] = clock
+        }
+
+        /// Past `limit`, down to nine tenths of it, the least recently used first.
+        mutating func trim(to limit: Int) {
+            guard profiles.count > limit else { return }
+            let excess = profiles.count - limit + limit / 10
+            for (id, _) in used.sorted(by: { $0.value < $1.value }).prefix(excess) {
+                profiles[id] = nil
+                used[id] = nil
+            }
+        }
     }
 
     private let core = NIOLockedValueBox(Core())
+    /// The most profiles held at once.
+    public let limit: Int
 
-    public init() {}
+    /// A cache of at most `limit` profiles (at least one).
+    public init(limit: Int = 10_000) {
+        self.limit = max(limit, 1)
+    }
+
+    /// How many profiles are held.
+    public var count: Int { core.withLockedValue { $0.profiles.count } }
 
     /// The profile held of `id`, if any.
     public subscript(id: String) -> UserProfile? {
-        core.withLockedValue { $0.profiles[id] }
+        core.withLockedValue { core in
+            guard let profile = core.profiles[id] else { return nil }
+            core.touch(id)
+            return profile
+        }
     }
 
     /// The profile held of `id`, or the bare one (the id, nothing else)
@@ -39,7 +71,11 @@ public final class ProfileCache: Sendable {
     public func profiles(of ids: some Sequence<String>) -> [String: UserProfile] {
         core.withLockedValue { core in
             var found: [String: UserProfile] = [:]
-            for id in ids { if let profile = core.profiles[id] { found[id] = profile } }
+            for id in ids {
+                guard let profile = core.profiles[id] else { continue }
+                found[id] = profile
+                core.touch(id)
+            }
             return found
         }
     }
@@ -54,7 +90,11 @@ public final class ProfileCache: Sendable {
     public func learn(_ profiles: some Sequence<UserProfile>) -> [UserProfile] {
         let (changed, observers) = core.withLockedValue { core -> ([UserProfile], [AsyncStream<[UserProfile]>.Continuation]) in
             var changed: [UserProfile] = []
-            for profile in profiles where Self.keep(profile, in: &core.profiles) { changed.append(profile) }
+            for profile in profiles {
+                if Self.keep(profile, in: &core.profiles) { changed.append(profile) }
+                core.touch(profile.id)
+            }
+            core.trim(to: limit)
             return (changed, changed.isEmpty ? [] : Array(core.observers.values))
         }
         // Outside the lock: a consumer's cancellation ends its stream under
