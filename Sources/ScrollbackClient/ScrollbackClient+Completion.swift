@@ -53,10 +53,11 @@ extension ScrollbackClient {
 
     @discardableResult
     public func registerDevice(
-        _ deviceId: String, platform: DevicePlatform, token: String, completion: @escaping Completion<Device>
+        _ deviceId: String, platform: DevicePlatform, token: String, appId: String? = nil,
+        environment: DeviceEnvironment? = nil, completion: @escaping Completion<Device>
     ) -> Task<Void, Never> {
         complete(completion) { () async throws(ScrollbackError) in
-            try await registerDevice(deviceId, platform: platform, token: token)
+            try await registerDevice(deviceId, platform: platform, token: token, appId: appId, environment: environment)
         }
     }
 

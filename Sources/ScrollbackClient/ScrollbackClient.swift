@@ -316,14 +316,19 @@ public struct ScrollbackClient: Sendable {
     // MARK: Devices
 
     /// Registers this installation for push notifications (or gives it a
-    /// new token): `deviceId` is the app's own stable id for it.
-    public func registerDevice(_ deviceId: String, platform: DevicePlatform, token: String)
-        async throws(ScrollbackError) -> Device
-    {
+    /// new token): `deviceId` is the app's own stable id for it; `appId`
+    /// the bundle id or Android package (nil: the server's default), and,
+    /// for APNs, `environment` the one the token was issued in (a
+    /// development build's is `.sandbox`; nil: production).
+    public func registerDevice(
+        _ deviceId: String, platform: DevicePlatform, token: String, appId: String? = nil,
+        environment: DeviceEnvironment? = nil
+    ) async throws(ScrollbackError) -> Device {
         try await retrying { () async throws(ScrollbackError) in
             try await self.call(
                 .PUT, "/v1/devices/\(deviceId.pathEscaped)",
-                body: RegisterDeviceRequest(platform: platform.rawValue, token: token))
+                body: RegisterDeviceRequest(
+                    platform: platform.rawValue, token: token, appId: appId, environment: environment?.rawValue))
         }
     }
 

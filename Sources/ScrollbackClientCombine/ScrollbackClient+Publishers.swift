@@ -136,11 +136,13 @@ extension ScrollbackClient {
             deferred { () async throws(ScrollbackError) in try await client.mentions(before: cursor, limit: limit) }
         }
 
-        public func registerDevice(_ deviceId: String, platform: DevicePlatform, token: String)
-            -> AnyPublisher<Device, ScrollbackError>
-        {
+        public func registerDevice(
+            _ deviceId: String, platform: DevicePlatform, token: String, appId: String? = nil,
+            environment: DeviceEnvironment? = nil
+        ) -> AnyPublisher<Device, ScrollbackError> {
             deferred { () async throws(ScrollbackError) in
-                try await client.registerDevice(deviceId, platform: platform, token: token)
+                try await client.registerDevice(
+                    deviceId, platform: platform, token: token, appId: appId, environment: environment)
             }
         }
 

@@ -146,4 +146,6 @@ public enum APILimits {
     /// (an APNs token is 64 hex digits, an FCM token about 160 characters,
     /// a web push subscription a JSON document of a few hundred).
     public static let maxDeviceTokenLength = 4096
+    /// The longest `app_id` of a device (a bundle id or an Android package).
+    public static let maxDeviceAppIDLength = 255
 }

@@ -8,6 +8,15 @@ public enum DevicePlatform: String, Codable, Sendable, Hashable, CaseIterable {
     case fcm
     /// Web Push (a browser's push subscription).
     case web
+    /// Whatever the push gateway (`SCROLLBACK_PUSH_GATEWAY_URL`) forwards to.
+    case gateway
+}
+
+/// The APNs environment a device's token was issued in: a development
+/// build's tokens (`sandbox`) are taken by Apple's sandbox host only.
+public enum DeviceEnvironment: String, Codable, Sendable, Hashable, CaseIterable {
+    case production
+    case sandbox
 }
 
 /// A device a user registered for push notifications (`PUT /v1/devices/{device_id}`).
@@ -15,6 +24,8 @@ public struct Device: Codable, Sendable, Hashable {
     enum CodingKeys: String, CodingKey {
         case deviceId = "device_id"
         case platform, token
+        case appId = "app_id"
+        case environment
         case createdAt = "created_at"
         case updatedAt = "updated_at"
     }
@@ -24,27 +35,49 @@ public struct Device: Codable, Sendable, Hashable {
     public var platform: DevicePlatform
     /// The platform's push token.
     public var token: String
+    /// The app the device's pushes are for (the APNs topic or Android
+    /// package); nil: the server's default.
+    public var appId: String?
+    /// APNs only: the environment the token was issued in (production
+    /// unless registered as sandbox); nil for other platforms.
+    public var environment: DeviceEnvironment?
     public var createdAt: Date
     /// When the token was last registered.
     public var updatedAt: Date
 
-    public init(deviceId: String, platform: DevicePlatform, token: String, createdAt: Date, updatedAt: Date) {
+    public init(
+        deviceId: String, platform: DevicePlatform, token: String, appId: String? = nil,
+        environment: DeviceEnvironment? = nil, createdAt: Date, updatedAt: Date
+    ) {
         self.deviceId = deviceId
         self.platform = platform
         self.token = token
+        self.appId = appId
+        self.environment = environment
         self.createdAt = createdAt
         self.updatedAt = updatedAt
     }
 }
 
-/// `PUT /v1/devices/{device_id}`: the platform and its token.
+/// `PUT /v1/devices/{device_id}`: the platform and its token, and the app
+/// and (APNs) environment they belong to.
 public struct RegisterDeviceRequest: Codable, Sendable, Hashable {
+    enum CodingKeys: String, CodingKey {
+        case platform, token
+        case appId = "app_id"
+        case environment
+    }
+
     public var platform: String
     public var token: String
+    public var appId: String?
+    public var environment: String?
 
-    public init(platform: String, token: String) {
+    public init(platform: String, token: String, appId: String? = nil, environment: String? = nil) {
         self.platform = platform
         self.token = token
+        self.appId = appId
+        self.environment = environment
     }
 }
 

@@ -302,16 +302,26 @@ public struct PushDevice: Codable, Sendable, Equatable {
     enum CodingKeys: String, CodingKey {
         case deviceId = "device_id"
         case platform, token
+        case appId = "app_id"
+        case environment
     }
 
     public var deviceId: String
     public var platform: DevicePlatform
     public var token: String
+    /// As the device registered them (see `Device`); absent when none.
+    public var appId: String?
+    public var environment: DeviceEnvironment?
 
-    public init(deviceId: String, platform: DevicePlatform, token: String) {
+    public init(
+        deviceId: String, platform: DevicePlatform, token: String, appId: String? = nil,
+        environment: DeviceEnvironment? = nil
+    ) {
         self.deviceId = deviceId
         self.platform = platform
         self.token = token
+        self.appId = appId
+        self.environment = environment
     }
 }
 

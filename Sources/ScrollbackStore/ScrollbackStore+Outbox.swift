@@ -407,14 +407,21 @@ extension ScrollbackStore {
         t.unread, t.conversations,
         ARRAY(SELECT d.device_id FROM devices d WHERE d.user_id = me.user_id ORDER BY d.device_id),
         ARRAY(SELECT d.platform FROM devices d WHERE d.user_id = me.user_id ORDER BY d.device_id),
-        ARRAY(SELECT d.token FROM devices d WHERE d.user_id = me.user_id ORDER BY d.device_id)
+        ARRAY(SELECT d.token FROM devices d WHERE d.user_id = me.user_id ORDER BY d.device_id),
+        ARRAY(SELECT COALESCE(d.app_id, '') FROM devices d WHERE d.user_id = me.user_id ORDER BY d.device_id),
+        ARRAY(SELECT COALESCE(d.environment, '') FROM devices d WHERE d.user_id = me.user_id ORDER BY d.device_id)
         """
 
     private static func pushRecipient(from row: PostgresRow) throws -> PushRecipient {
-        let (user, mentioned, unread, conversations, ids, platforms, tokens) = try row.decode(
-            (String, Bool, Int64, Int64, [String], [String], [String]).self)
-        let devices = zip(ids, zip(platforms, tokens)).compactMap { id, pair in
-            DevicePlatform(rawValue: pair.0).map { PushDevice(deviceId: id, platform: $0, token: pair.1) }
+        let (user, mentioned, unread, conversations, ids, platforms, tokens, apps, environments) = try row.decode(
+            (String, Bool, Int64, Int64, [String], [String], [String], [String], [String]).self)
+        let devices = ids.indices.compactMap { index -> PushDevice? in
+            guard let platform = DevicePlatform(rawValue: platforms[index]), index < tokens.count,
+                index < apps.count, index < environments.count
+            else { return nil }
+            return PushDevice(
+                deviceId: ids[index], platform: platform, token: tokens[index],
+                appId: apps[index].isEmpty ? nil : apps[index], environment: DeviceEnvironment(rawValue: environments[index]))
         }
         return PushRecipient(
             user: UserID(rawValue: user), devices: devices,

@@ -122,4 +122,48 @@ import Testing
             #expect(try await Self.register(server, devices[0].deviceId, as: "alice", token: "fresh").status == .ok)
         }
     }
+
+    /// A device names its app and, for APNs, its environment: kept, listed,
+    /// replaced with the token, and refused with what to fix when bad
+    /// (nothing changes then).
+    @Test func aDeviceNamesItsAppAndItsAPNsEnvironment() async throws {
+        try await TestServer.run { server in
+            func put(_ id: String, _ body: String) async throws -> TestServer.Reply {
+                try await server.request(.put, "/v1/devices/\(id)", as: "alice", rawBody: body)
+            }
+            let token = String(repeating: "ab", count: 32)
+            let sandbox = try await put("iphone", #"{"platform": "apns", "token": "\#(token)", "app_id": "com.example.chat", "environment": "sandbox"}"#)
+            #expect(sandbox.status == .created, "\(sandbox.text)")
+            var device = try sandbox.decode(Device.self)
+            #expect(device.appId == "com.example.chat" && device.environment == .sandbox)
+            // APNs without an environment is production; other platforms have none.
+            device = try await put("iphone", #"{"platform": "apns", "token": "\#(token)"}"#).decode(Device.self)
+            #expect(device.appId == nil && device.environment == .production)
+            let pixel = try await put("pixel", #"{"platform": "fcm", "token": "fcm-1", "app_id": "com.example.chat_2"}"#)
+            let android = try pixel.decode(Device.self)
+            #expect(android.environment == nil && android.appId == "com.example.chat_2")
+            let relay = try await put("relay", #"{"platform": "gateway", "token": "relay-1", "app_id": "im.example.push"}"#)
+            #expect(relay.status == .created)
+            #expect(try relay.decode(Device.self).platform == .gateway)
+            let raw = try #require(try JSONSerialization.jsonObject(with: Data(sandbox.text.utf8)) as? [String: Any])
+            #expect(raw["app_id"] as? String == "com.example.chat" && raw["environment"] as? String == "sandbox")
+
+            for (body, says) in [
+                (#"{"platform": "fcm", "token": "t", "environment": "sandbox"}"#, "apns"),
+                (#"{"platform": "apns", "token": "t", "environment": "staging"}"#, "production, sandbox"),
+                (#"{"platform": "apns", "token": "t", "app_id": "com example"}"#, "app_id"),
+                (#"{"platform": "apns", "token": "t", "app_id": ""}"#, "app_id"),
+                (#"{"platform": "apns", "token": "t", "app_id": "\#(String(repeating: "a", count: APILimits.maxDeviceAppIDLength + 1))"}"#, "app_id"),
+                (#"{"platform": "apns", "token": "t", "app_id": "com.exämple"}"#, "app_id"),
+            ] {
+                let reply = try await put("iphone", body)
+                #expect(reply.status == .unprocessableContent, "\(body)")
+                let error = try reply.error().error
+                #expect(error.code == .invalidDevice && error.message.contains(says), "\(reply.text)")
+            }
+            let list = try await server.request(.get, "/v1/devices", as: "alice").decode(DeviceList.self).devices
+            #expect(list.count == 3)
+            #expect(list.first { $0.deviceId == "iphone" }.map { $0.token == token && $0.environment == .production } == true)
+        }
+    }
 }

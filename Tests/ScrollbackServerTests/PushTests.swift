@@ -41,7 +41,9 @@ import Testing
 
     static func register(_ store: ScrollbackStore, _ user: String, token: String = token) async throws {
         _ = try await store.registerDevice(
-            "phone-\(user)", of: UserID(rawValue: user), platform: .apns, token: token + user, limit: 20)
+            "phone-\(user)", of: UserID(rawValue: user),
+            RegisteredDevice(platform: .apns, token: token + user, appID: "com.example.chat", environment: .sandbox),
+            limit: 20)
     }
 
     /// The counts the inbox shows `user`: unread messages over every
@@ -81,7 +83,11 @@ import Testing
                 UnreadCounts(unreadMessages: 3, unreadConversations: 2),
             ])
             #expect(pushes.last?.counts == (try await Self.inboxCounts(store, "bob")))
-            #expect(pushes[0].devices == [PushDevice(deviceId: "phone-bob", platform: .apns, token: Self.token + "bob")])
+            #expect(pushes[0].devices == [
+                PushDevice(
+                    deviceId: "phone-bob", platform: .apns, token: Self.token + "bob", appId: "com.example.chat",
+                    environment: .sandbox)
+            ])
             #expect(Set(pushes.map(\.id)).count == 3)
             for delivery in deliveries {
                 #expect(throws: Never.self) {

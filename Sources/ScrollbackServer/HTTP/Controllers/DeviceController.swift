@@ -19,9 +19,8 @@ struct DeviceController {
         let user = try context.requireUser()
         let deviceID = try Validation.deviceID(context.pathParameter("device_id") ?? "")
         let input = try await RequestBody.decode(RegisterDeviceRequest.self, from: request, context: context)
-        let (platform, token) = try Validation.device(input)
         let (device, created) = try await store.registerDevice(
-            deviceID, of: user, platform: platform, token: token, limit: APILimits.maxDevicesPerUser)
+            deviceID, of: user, try Validation.device(input), limit: APILimits.maxDevicesPerUser)
         return JSONBody(device, status: created ? .created : .ok)
     }
 

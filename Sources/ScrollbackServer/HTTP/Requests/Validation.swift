@@ -1,6 +1,7 @@
 import Foundation
 import ScrollbackMedia
 import ScrollbackModels
+import ScrollbackStore
 
 /// Checks on what a client sends, made before anything reaches SQL. Each
 /// failure is a 422 whose message says what to fix. The numbers are
@@ -100,8 +101,10 @@ enum Validation {
         return text
     }
 
-    /// A device registration: a known platform and a token of printable ASCII.
-    static func device(_ request: RegisterDeviceRequest) throws -> (DevicePlatform, String) {
+    /// A device registration: a known platform, a token of printable ASCII,
+    /// an `app_id` of a bundle id's or a package's characters, and an
+    /// environment for APNs only (production when not given).
+    static func device(_ request: RegisterDeviceRequest) throws -> RegisteredDevice {
         guard let platform = DevicePlatform(rawValue: request.platform) else {
             throw APIError.unprocessable(
                 .invalidDevice,
@@ -115,7 +118,34 @@ enum Validation {
                 .invalidDevice,
                 "Field `token` must be 1 to \(APILimits.maxDeviceTokenLength) printable ASCII characters without spaces (got \(token.utf8.count) bytes).")
         }
-        return (platform, token)
+        if let appID = request.appId {
+            guard (1...APILimits.maxDeviceAppIDLength).contains(appID.utf8.count),
+                appID.utf8.allSatisfy({ byte in
+                    (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
+                        || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_")
+                })
+            else {
+                throw APIError.unprocessable(
+                    .invalidDevice,
+                    "Field `app_id` must be 1 to \(APILimits.maxDeviceAppIDLength) characters of A-Z a-z 0-9 . _ - (a bundle id or an Android package; got \(appID.utf8.count) bytes).")
+            }
+        }
+        var environment: DeviceEnvironment?
+        if let given = request.environment {
+            guard platform == .apns else {
+                throw APIError.unprocessable(
+                    .invalidDevice, "Field `environment` is for `apns` devices only (this one is `\(platform.rawValue)`).")
+            }
+            guard let known = DeviceEnvironment(rawValue: given) else {
+                throw APIError.unprocessable(
+                    .invalidDevice,
+                    "Field `environment` must be one of \(DeviceEnvironment.allCases.map(\.rawValue).joined(separator: ", ")) (got \(given.prefix(40))).")
+            }
+            environment = known
+        } else if platform == .apns {
+            environment = .production
+        }
+        return RegisteredDevice(platform: platform, token: token, appID: request.appId, environment: environment)
     }
 
     /// A client-computed blurhash (https://blurha.sh).
