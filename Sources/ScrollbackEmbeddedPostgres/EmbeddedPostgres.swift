@@ -331,18 +331,46 @@ public struct EmbeddedPostgres: Sendable {
                 """)
     }
 
-    /// A loopback port nobody listens on right now.
+    /// A loopback port nobody listens on right now, below the range the
+    /// kernel hands out for outgoing connections and `bind` to port 0
+    /// (`ip_local_port_range`): between this call and the server's own
+    /// bind, no connection made meanwhile, and no other server asking for
+    /// any port, can take it. Outside Linux, or when no such port is
+    /// free, one the kernel picks.
     public static func freeLoopbackPort() throws -> Int {
+        if let low = ephemeralPortsStart(), low > 20_000 {
+            for _ in 0..<64 {
+                let candidate = Int.random(in: (low / 2)..<low)
+                if let port = bindLoopback(port: candidate) { return port }
+            }
+        }
+        guard let port = bindLoopback(port: 0) else {
+            throw LaunchError(description: "could not bind a loopback socket to find a free port")
+        }
+        return port
+    }
+
+    /// The first port of the kernel's ephemeral range; nil where it is not known.
+    static func ephemeralPortsStart() -> Int? {
+        guard let text = try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8),
+            let first = text.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" }).first
+        else { return nil }
+        return Int(first)
+    }
+
+    /// Binds a loopback socket to `port` (0: any) and lets it go: the port
+    /// bound, or nil when it could not be.
+    static func bindLoopback(port: Int) -> Int? {
         #if canImport(Glibc)
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         #else
         let fd = socket(AF_INET, SOCK_STREAM, 0)
         #endif
-        guard fd >= 0 else { throw LaunchError(description: "could not open a socket to find a free port") }
+        guard fd >= 0 else { return nil }
         defer { close(fd) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = 0
+        address.sin_port = UInt16(port).bigEndian
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafeMutablePointer(to: &address) { pointer in
@@ -350,8 +378,7 @@ public struct EmbeddedPostgres: Sendable {
                 bind(fd, address, length) == 0 && getsockname(fd, address, &length) == 0
             }
         }
-        guard bound else { throw LaunchError(description: "could not bind a loopback socket to find a free port") }
-        return Int(UInt16(bigEndian: address.sin_port))
+        return bound ? Int(UInt16(bigEndian: address.sin_port)) : nil
     }
 
     /// Whether every folder from / down to `path` can be entered by other users.
